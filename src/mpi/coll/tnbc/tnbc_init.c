@@ -1,0 +1,92 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+#include "mpiimpl.h"
+#include "tnbc_impl.h"
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+categories :
+    - name        : TNBC
+      description : Transparent non-blocking collectives (mpich-tnbc)
+
+cvars:
+    - name        : MPIR_CVAR_TNBC_ENABLE
+      category    : TNBC
+      type        : boolean
+      default     : false
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        If true, blocking collectives are offered to the T-NBC family, which returns early and
+        finishes the communication in the background, or declines and leaves the call to the
+        stock algorithms. Must be the same on every process.
+
+    - name        : MPIR_CVAR_TNBC_COLLECTIVES
+      category    : TNBC
+      type        : string
+      default     : "all"
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        Comma-separated list of the collectives T-NBC may take when MPIR_CVAR_TNBC_ENABLE is
+        set: "all", "none", collective names such as "alltoall,alltoallv,bcast", and "-name" to
+        remove one ("all,-bcast"). Later items override earlier ones. An unknown name makes
+        MPI_Init fail.
+
+    - name        : MPIR_CVAR_TNBC_MIN_BYTES
+      category    : TNBC
+      type        : int
+      default     : 4096
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        T-NBC declines a call whose largest sub-message (the data one process moves to or from one
+        peer) is smaller than this many bytes: below a few KiB, protecting pages costs more than
+        the overlap hides. 0 offers every size.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+MPIR_Tnbc_policy_t MPII_Tnbc_policy;
+
+/* Collectives with a T-NBC schedule builder. None yet: every call is declined. */
+#define MPII_TNBC_SUPPORTED_COLLS 0
+
+int MPIR_Tnbc_init(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    char bad_item[64];
+    uint32_t mask;
+
+    if (MPIR_Tnbc_parse_coll_list(MPIR_CVAR_TNBC_COLLECTIVES, &mask, bad_item,
+                                  sizeof(bad_item)) != 0) {
+        MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**cvar_val", "**cvar_val %s %s",
+                             "MPIR_CVAR_TNBC_COLLECTIVES", bad_item);
+    }
+    MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_TNBC_MIN_BYTES < 0, mpi_errno, MPI_ERR_OTHER, "**cvar_val",
+                         "**cvar_val %s %s", "MPIR_CVAR_TNBC_MIN_BYTES", "negative");
+
+    MPII_Tnbc_policy.enabled_colls = mask;
+    MPII_Tnbc_policy.supported_colls = MPII_TNBC_SUPPORTED_COLLS;
+    MPII_Tnbc_policy.min_bytes = (size_t) MPIR_CVAR_TNBC_MIN_BYTES;
+
+    /* High priority: runs while MPI is still fully usable (before MPID_Finalize). */
+    MPIR_Add_finalize(MPII_Tnbc_stats_report, NULL, MPIR_FINALIZE_CALLBACK_PRIO + 1);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIR_Tnbc_finalize(void)
+{
+    return MPI_SUCCESS;
+}

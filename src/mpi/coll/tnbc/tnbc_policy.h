@@ -1,0 +1,85 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Which blocking collectives the T-NBC family takes, and why it declines the others.
+ * Pure C: no MPICH includes, so the decision logic is unit-tested in milliseconds. */
+
+#ifndef TNBC_POLICY_H_INCLUDED
+#define TNBC_POLICY_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    MPIR_TNBC_COLL_BCAST,
+    MPIR_TNBC_COLL_GATHER,
+    MPIR_TNBC_COLL_GATHERV,
+    MPIR_TNBC_COLL_SCATTER,
+    MPIR_TNBC_COLL_SCATTERV,
+    MPIR_TNBC_COLL_ALLGATHER,
+    MPIR_TNBC_COLL_ALLGATHERV,
+    MPIR_TNBC_COLL_ALLTOALL,
+    MPIR_TNBC_COLL_ALLTOALLV,
+    MPIR_TNBC_COLL_ALLTOALLW,
+    MPIR_TNBC_COLL_REDUCE,
+    MPIR_TNBC_COLL_ALLREDUCE,
+    MPIR_TNBC_COLL_REDUCE_SCATTER,
+    MPIR_TNBC_COLL_REDUCE_SCATTER_BLOCK,
+    MPIR_TNBC_COLL_SCAN,
+    MPIR_TNBC_COLL_EXSCAN,
+    MPIR_TNBC_COLL_NEIGHBOR_ALLGATHER,
+    MPIR_TNBC_COLL_NEIGHBOR_ALLGATHERV,
+    MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL,
+    MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV,
+    MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLW,
+    MPIR_TNBC_COLL_COUNT
+} MPIR_Tnbc_coll_t;
+
+#define MPIR_TNBC_COLL_BIT(coll) ((uint32_t) 1 << (coll))
+#define MPIR_TNBC_COLL_ALL_MASK  (MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_COUNT) - 1)
+
+/* In the order MPIR_Tnbc_decide checks them: the first that applies is the reason. */
+typedef enum {
+    MPIR_TNBC_ACCEPT = 0,
+    MPIR_TNBC_DECLINE_DISABLED,         /* excluded by MPIR_CVAR_TNBC_COLLECTIVES */
+    MPIR_TNBC_DECLINE_UNSUPPORTED,      /* no T-NBC schedule builder for this collective yet */
+    MPIR_TNBC_DECLINE_NOT_READY,        /* outside MPI_Init..MPI_Finalize, or T-NBC switched off */
+    MPIR_TNBC_DECLINE_INTERCOMM,
+    MPIR_TNBC_DECLINE_IN_PLACE,
+    MPIR_TNBC_DECLINE_DEVICE_BUFFER,    /* GPU or other non-host memory */
+    MPIR_TNBC_DECLINE_NONCONTIG,        /* derived datatype with holes */
+    MPIR_TNBC_DECLINE_SMALL,            /* no sub-message reaches MPIR_CVAR_TNBC_MIN_BYTES */
+    MPIR_TNBC_DECISION_COUNT
+} MPIR_Tnbc_decision_t;
+
+/* What the entry point learnt about one call. */
+typedef struct {
+    MPIR_Tnbc_coll_t coll;
+    int ready;
+    int is_intercomm;
+    int in_place;
+    int device_buffer;
+    int noncontig;
+    size_t largest_submsg_bytes;        /* largest piece this rank moves to or from one peer */
+} MPIR_Tnbc_call_facts_t;
+
+typedef struct {
+    uint32_t enabled_colls;     /* MPIR_TNBC_COLL_BIT set */
+    uint32_t supported_colls;   /* collectives with a schedule builder */
+    size_t min_bytes;
+} MPIR_Tnbc_policy_t;
+
+const char *MPIR_Tnbc_coll_name(MPIR_Tnbc_coll_t coll);
+const char *MPIR_Tnbc_decision_name(MPIR_Tnbc_decision_t decision);
+
+/* Parse a collective list such as "all", "none", "alltoall,bcast" or "all,-bcast" (case and
+ * blanks ignored; later items override earlier ones). Returns 0 and sets *mask, or -1 with the
+ * offending item in err. */
+int MPIR_Tnbc_parse_coll_list(const char *spec, uint32_t * mask, char *err, size_t errlen);
+
+MPIR_Tnbc_decision_t MPIR_Tnbc_decide(const MPIR_Tnbc_policy_t * policy,
+                                      const MPIR_Tnbc_call_facts_t * facts);
+
+#endif /* TNBC_POLICY_H_INCLUDED */
