@@ -1,0 +1,17 @@
+##
+## Copyright (C) by the mpich-tnbc authors
+##     See COPYRIGHT in top-level directory
+##
+
+# Page guards (see mpir_pageguard.h and README.tnbc)
+
+AM_CPPFLAGS += -I$(top_srcdir)/src/util/mpir_pageguard
+
+mpi_core_sources += \
+    src/util/mpir_pageguard/pageguard_fault.c \
+    src/util/mpir_pageguard/pageguard_init.c \
+    src/util/mpir_pageguard/pageguard_region.c
+
+noinst_HEADERS += \
+    src/util/mpir_pageguard/mpir_pageguard.h \
+    src/util/mpir_pageguard/pageguard_internal.h

@@ -1,0 +1,121 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Page guards: let a collective return before its data is there, without ever exposing a page
+ * that holds partial data.
+ *
+ * A guarded region is a user buffer [addr, addr + len) divided into sub-messages (sorted,
+ * non-overlapping byte ranges; holes between them are user bytes and are never written). The
+ * whole pages inside the buffer that hold sub-message bytes are protected: PROT_NONE for a
+ * receive buffer, PROT_READ for a send buffer. The at most two partial pages at the ends are
+ * shared with unrelated memory and never protected: the sub-messages that touch them are
+ * reported (MPIR_Pageguard_sub_is_sync) and the caller completes them before it returns.
+ *
+ * Receive data lands in the region's staging memory (same offsets as the user buffer). When a
+ * sub-message completes, its bytes are written into the still-protected user pages through
+ * /proc/self/mem, which the kernel lets a process do to its own private pages whatever their
+ * protection, and a page is made accessible only when every sub-message that overlaps it is
+ * complete. So no thread can see a half-written page. See README.tnbc for the measured
+ * alternatives.
+ *
+ * A thread that touches a protected page takes SIGSEGV; the handler finds the region and page
+ * (regions: linear over the few active slots; sub-message: binary search), records the first
+ * touch of the sub-message, and waits on a futex until the page is released, then returns so
+ * the faulting instruction runs again. It never allocates nor takes a lock. Faults that are not
+ * ours go to the handler installed before ours.
+ *
+ * Pure C and Linux system calls: no MPICH includes, unit-tested with Check. */
+
+#ifndef MPIR_PAGEGUARD_H_INCLUDED
+#define MPIR_PAGEGUARD_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Return codes */
+#define MPIR_PAGEGUARD_OK            0
+#define MPIR_PAGEGUARD_ERR_ARG      -1  /* bad arguments (overlapping or unsorted ranges, ...) */
+#define MPIR_PAGEGUARD_ERR_OFF      -2  /* guards unavailable: not initialised, or disabled */
+#define MPIR_PAGEGUARD_ERR_BUDGET   -3  /* would exceed the mapping budget: complete synchronously */
+#define MPIR_PAGEGUARD_ERR_NOMEM    -4  /* mprotect/mmap/malloc failed: complete synchronously */
+#define MPIR_PAGEGUARD_ERR_LANDING  -5  /* the buffer cannot take data through /proc/self/mem */
+#define MPIR_PAGEGUARD_ERR_SLOTS    -6  /* too many regions registered at once */
+#define MPIR_PAGEGUARD_ERR_NOTHING  -7  /* no whole page to guard: complete synchronously */
+
+typedef enum {
+    MPIR_PAGEGUARD_RECV,        /* PROT_NONE; data lands from staging at completion */
+    MPIR_PAGEGUARD_SEND         /* PROT_READ; writable again once the data has left */
+} MPIR_Pageguard_kind_t;
+
+/* What to do when someone replaced our SIGSEGV handler after MPIR_Pageguard_init. */
+typedef enum {
+    MPIR_PAGEGUARD_REINSTALL,   /* chain to the newcomer and install ours again */
+    MPIR_PAGEGUARD_SWITCH_OFF   /* refuse new regions (callers fall back to blocking) */
+} MPIR_Pageguard_on_replaced_t;
+
+typedef struct {
+    size_t map_budget;          /* extra kernel mappings we may cause; 0: derive from
+                                 * /proc/sys/vm/max_map_count */
+    MPIR_Pageguard_on_replaced_t on_replaced;
+} MPIR_Pageguard_config_t;
+
+/* Region flags */
+#define MPIR_PAGEGUARD_TRACE 0x1        /* data is already in place: every sub-message is complete
+                                         * at registration; a fault records the first touch and
+                                         * releases that sub-message's pages (trace runs) */
+
+typedef struct MPIR_Pageguard_region MPIR_Pageguard_region_t;
+
+typedef struct {
+    unsigned long regions;      /* registered so far */
+    unsigned long refused_budget, refused_nomem, refused_landing, refused_other;
+    unsigned long faults;       /* faults on our pages */
+    unsigned long foreign_faults;       /* faults passed to the previous handler */
+    unsigned long replaced;     /* times our handler was found replaced */
+    uint64_t stall_ns;          /* time spent waiting inside the handler */
+    unsigned long mprotect_calls;
+    size_t map_budget, maps_in_use;
+} MPIR_Pageguard_stats_t;
+
+int MPIR_Pageguard_init(const MPIR_Pageguard_config_t * config);
+int MPIR_Pageguard_finalize(void);
+int MPIR_Pageguard_is_on(void);
+const char *MPIR_Pageguard_strerror(int rc);
+void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats);
+
+/* Check that our SIGSEGV handler is still the installed one; acts on config.on_replaced.
+ * Returns 1 when guards may be used. Called by MPIR_Pageguard_register too. */
+int MPIR_Pageguard_check_handler(void);
+
+/* Register and protect. sub_off/sub_len: nsub ranges relative to addr, sorted, non-overlapping,
+ * inside [0, len); zero-length ranges are allowed and complete at once. */
+int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub_off,
+                            const size_t * sub_len, MPIR_Pageguard_kind_t kind, int flags,
+                            MPIR_Pageguard_region_t ** region);
+
+/* RECV regions: where sub-message k's bytes must be received (staging + sub_off[k]). */
+void *MPIR_Pageguard_staging(MPIR_Pageguard_region_t * region);
+
+/* 1 when sub-message k touches a page we could not protect (partial first/last page): the
+ * caller must complete it before returning to the application. */
+int MPIR_Pageguard_sub_is_sync(MPIR_Pageguard_region_t * region, int k);
+
+/* Progress side: sub-message k is complete (received into staging, or sent). Lands its bytes
+ * and releases every page whose sub-messages are now all complete. Thread-safe. */
+int MPIR_Pageguard_complete(MPIR_Pageguard_region_t * region, int k);
+
+/* 1 once every page of the region is accessible. */
+int MPIR_Pageguard_all_released(MPIR_Pageguard_region_t * region);
+
+/* First touch of sub-message k: order (1 = touched first, 0 = never faulted) and the
+ * CLOCK_MONOTONIC time in ns. */
+void MPIR_Pageguard_first_touch(MPIR_Pageguard_region_t * region, int k, int *order,
+                                uint64_t * time_ns);
+
+/* Remove the region. With pages still protected (an abandoned operation) they are made
+ * accessible first and waiters are woken; their content is then undefined. */
+int MPIR_Pageguard_unregister(MPIR_Pageguard_region_t * region);
+
+#endif /* MPIR_PAGEGUARD_H_INCLUDED */

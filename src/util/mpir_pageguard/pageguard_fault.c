@@ -1,0 +1,249 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* The SIGSEGV side: our handler, chaining to the previous one, detecting replacement, and the
+ * futex the handler waits on. Everything reached from the handler is async-signal-safe: atomics,
+ * clock_gettime, futex, mprotect, sigaction; no allocation and no lock. */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "pageguard_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Set while this thread runs the previous handler: if that handler chains back to us (it saved
+ * ours as its own previous), we must not call it again. initial-exec: no allocation on access. */
+static __thread int chaining __attribute__ ((tls_model("initial-exec")));
+
+/* An access error that matches no active region may still be ours: the page can have been
+ * released, and its region removed, between the fault and this handler. Such a fault does not
+ * repeat, so a fault is passed on only when it repeats at the same address. */
+static __thread uintptr_t unmatched_addr __attribute__ ((tls_model("initial-exec")));
+
+static void handler(int sig, siginfo_t * info, void *uctx);
+
+static void futex_wait(_Atomic unsigned int *word, unsigned int expected)
+{
+    /* Bounded, so a missed wake-up can only cost a little time. */
+    struct timespec timeout = { 0, 50 * 1000 * 1000 };
+    syscall(SYS_futex, (unsigned int *) word, FUTEX_WAIT_PRIVATE, expected, &timeout, NULL, 0);
+}
+
+void MPII_Pageguard_wake(MPIR_Pageguard_region_t * region)
+{
+    atomic_fetch_add(&region->seq, 1);
+    syscall(SYS_futex, (unsigned int *) &region->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL,
+            0);
+}
+
+static int is_ours(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == handler;
+}
+
+static int install(struct sigaction *previous)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, previous) != 0)
+        return MPIR_PAGEGUARD_ERR_OFF;
+    /* Some libraries wrap sigaction and silently keep their own handler: check. */
+    struct sigaction now;
+    if (sigaction(SIGSEGV, NULL, &now) != 0 || !is_ours(&now))
+        return MPIR_PAGEGUARD_ERR_OFF;
+    return MPIR_PAGEGUARD_OK;
+}
+
+int MPII_Pageguard_install_handler(void)
+{
+    return install(&MPII_pageguard.previous);
+}
+
+void MPII_Pageguard_uninstall_handler(void)
+{
+    struct sigaction now;
+    if (sigaction(SIGSEGV, NULL, &now) == 0 && is_ours(&now))
+        sigaction(SIGSEGV, &MPII_pageguard.previous, NULL);
+}
+
+int MPIR_Pageguard_check_handler(void)
+{
+    struct sigaction now;
+    if (!atomic_load(&MPII_pageguard.on))
+        return 0;
+    if (sigaction(SIGSEGV, NULL, &now) == 0 && is_ours(&now))
+        return 1;
+    atomic_fetch_add(&MPII_pageguard.replaced, 1);
+    if (MPII_pageguard.config.on_replaced == MPIR_PAGEGUARD_SWITCH_OFF) {
+        atomic_store(&MPII_pageguard.on, 0);
+        return 0;
+    }
+    /* Chain to the newcomer from now on, and take the signal back. */
+    if (install(&MPII_pageguard.previous) != MPIR_PAGEGUARD_OK) {
+        atomic_store(&MPII_pageguard.on, 0);
+        return 0;
+    }
+    return 1;
+}
+
+/* Not our fault: behave as if we were never installed. */
+static void chain(int sig, siginfo_t * info, void *uctx)
+{
+    const struct sigaction *prev = &MPII_pageguard.previous;
+    atomic_fetch_add(&MPII_pageguard.foreign_faults, 1);
+
+    if (!chaining) {
+        if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
+            chaining = 1;
+            prev->sa_sigaction(sig, info, uctx);
+            chaining = 0;
+            return;
+        }
+        if (!(prev->sa_flags & SA_SIGINFO) && prev->sa_handler != SIG_DFL &&
+            prev->sa_handler != SIG_IGN) {
+            chaining = 1;
+            prev->sa_handler(sig);
+            chaining = 0;
+            return;
+        }
+    }
+    /* SIG_DFL (and SIG_IGN, which the kernel does not honour for a real fault): restore the
+     * default action so that the faulting instruction, run again, kills the process with a core
+     * dump as usual. A SIGSEGV sent by kill() does not repeat by itself: send it again. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    if (info->si_code <= 0)
+        raise(sig);
+}
+
+/* Index of the sub-message holding byte offset off, or -1 (a hole between sub-messages). */
+static int find_sub(const MPIR_Pageguard_region_t * r, size_t off)
+{
+    int lo = 0, hi = r->nsub - 1, found = -1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (r->sub_off[mid] <= off) {
+            found = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    if (found >= 0 && off < r->sub_off[found] + r->sub_len[found])
+        return found;
+    return -1;
+}
+
+static void record_first_touch(MPIR_Pageguard_region_t * r, int k)
+{
+    int untouched = 0;
+    if (atomic_load(&r->touch_order[k]) == 0 &&
+        atomic_compare_exchange_strong(&r->touch_order[k], &untouched, -1)) {
+        r->touch_ns[k] = MPII_Pageguard_now_ns();
+        atomic_store(&r->touch_order[k], atomic_fetch_add(&r->touch_counter, 1) + 1);
+    }
+}
+
+/* Trace mode: the data is in place; open the pages of the touched sub-message (or just the
+ * touched page, for a hole). */
+static void release_touched(MPIR_Pageguard_region_t * r, int k, size_t page)
+{
+    size_t ps = MPII_pageguard.pagesize;
+    size_t first = page, last = page;
+    if (k >= 0) {
+        uintptr_t lo = r->base + r->sub_off[k];
+        uintptr_t hi = lo + r->sub_len[k];
+        if (lo < r->guard_lo)
+            lo = r->guard_lo;
+        if (hi > r->guard_hi)
+            hi = r->guard_hi;
+        if (lo < hi) {
+            first = (lo - r->gbase) / ps;
+            last = (hi - 1 - r->gbase) / ps;
+        }
+    }
+    MPII_Pageguard_mprotect(r->gbase + first * ps, (last - first + 1) * ps,
+                            PROT_READ | PROT_WRITE);
+    for (size_t p = first; p <= last; p++) {
+        unsigned char guarded = MPII_PAGE_GUARDED;
+        if (atomic_compare_exchange_strong(&r->page_state[p], &guarded, MPII_PAGE_RELEASED))
+            atomic_fetch_sub(&r->unreleased, 1);
+    }
+    MPII_Pageguard_wake(r);
+}
+
+static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page)
+{
+    atomic_fetch_add(&MPII_pageguard.faults, 1);
+    int k = find_sub(r, addr - r->base);
+    if (k >= 0)
+        record_first_touch(r, k);
+
+    if (r->flags & MPIR_PAGEGUARD_TRACE) {
+        release_touched(r, k, page);
+        return;
+    }
+    uint64_t t0 = MPII_Pageguard_now_ns();
+    while (atomic_load(&r->page_state[page]) != MPII_PAGE_RELEASED) {
+        unsigned int seq = atomic_load(&r->seq);
+        if (atomic_load(&r->page_state[page]) == MPII_PAGE_RELEASED)
+            break;
+        futex_wait(&r->seq, seq);
+    }
+    atomic_fetch_add(&MPII_pageguard.stall_ns, MPII_Pageguard_now_ns() - t0);
+}
+
+static void handler(int sig, siginfo_t * info, void *uctx)
+{
+    int saved_errno = errno;
+
+    /* Our protections only ever cause access errors, raised by the kernel (si_code > 0). */
+    if (info->si_code == SEGV_ACCERR) {
+        uintptr_t addr = (uintptr_t) info->si_addr;
+        size_t ps = MPII_pageguard.pagesize;
+        for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
+            MPII_Pageguard_slot_t *slot = &MPII_pageguard.slots[i];
+            if (atomic_load(&slot->state) != MPII_SLOT_ACTIVE)
+                continue;
+            atomic_fetch_add(&slot->users, 1);
+            /* Re-check after announcing ourselves: unregister waits for users to drop to 0. */
+            MPIR_Pageguard_region_t *r = slot->region;
+            if (atomic_load(&slot->state) == MPII_SLOT_ACTIVE && addr >= r->gbase &&
+                addr < r->gbase + r->npages * ps) {
+                size_t page = (addr - r->gbase) / ps;
+                if (atomic_load(&r->page_state[page]) != MPII_PAGE_UNGUARDED) {
+                    on_our_page(r, addr, page);
+                    atomic_fetch_sub(&slot->users, 1);
+                    unmatched_addr = 0;
+                    errno = saved_errno;
+                    return;
+                }
+            }
+            atomic_fetch_sub(&slot->users, 1);
+        }
+        if (atomic_load(&MPII_pageguard.on) && unmatched_addr != addr) {
+            unmatched_addr = addr;      /* run the instruction once more */
+            errno = saved_errno;
+            return;
+        }
+        unmatched_addr = 0;
+    }
+    chain(sig, info, uctx);
+    errno = saved_errno;
+}

@@ -1,0 +1,185 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Module lifecycle: page size, the /proc/self/mem landing probe, the mapping budget, the
+ * SIGSEGV handler, statistics. */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "pageguard_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+MPII_Pageguard_global_t MPII_pageguard = {
+    .mem_fd = -1,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+uint64_t MPII_Pageguard_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);        /* async-signal-safe */
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+int MPII_Pageguard_mprotect(uintptr_t addr, size_t len, int prot)
+{
+    atomic_fetch_add(&MPII_pageguard.mprotect_calls, 1);
+    return mprotect((void *) addr, len, prot);
+}
+
+static long read_long_file(const char *path, long dflt)
+{
+    long value = dflt;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%ld", &value) != 1)
+            value = dflt;
+        fclose(f);
+    }
+    return value;
+}
+
+static size_t count_maps(void)
+{
+    size_t n = 0;
+    int c;
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return 0;
+    while ((c = getc(f)) != EOF)
+        n += (c == '\n');
+    fclose(f);
+    return n;
+}
+
+/* Can we write into a PROT_NONE private page through /proc/self/mem? Kernels built or booted
+ * with proc_mem.force_override=never say no; RECV regions are then refused. */
+static int open_landing_fd(size_t pagesize)
+{
+    int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char *probe = mmap(NULL, pagesize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (probe == MAP_FAILED) {
+        close(fd);
+        return -1;
+    }
+    char byte = 42;
+    ssize_t n = pwrite(fd, &byte, 1, (off_t) (uintptr_t) probe);
+    int ok = (n == 1);
+    if (ok) {
+        mprotect(probe, pagesize, PROT_READ);
+        ok = (probe[0] == 42);
+    }
+    munmap(probe, pagesize);
+    if (!ok) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int MPIR_Pageguard_init(const MPIR_Pageguard_config_t * config)
+{
+    if (atomic_load(&MPII_pageguard.on))
+        return MPIR_PAGEGUARD_OK;
+
+    MPII_pageguard.pagesize = (size_t) sysconf(_SC_PAGESIZE);
+    if (config)
+        MPII_pageguard.config = *config;
+    else
+        memset(&MPII_pageguard.config, 0, sizeof(MPII_pageguard.config));
+
+    /* Leave at least half of the free mapping slots to the application and its libraries. */
+    long max_maps = read_long_file("/proc/sys/vm/max_map_count", 65530);
+    size_t used = count_maps();
+    size_t spare = (size_t) max_maps > used ? (size_t) max_maps - used : 0;
+    MPII_pageguard.map_budget = MPII_pageguard.config.map_budget ?
+        MPII_pageguard.config.map_budget : spare / 2;
+    MPII_pageguard.maps_in_use = 0;
+
+    MPII_pageguard.mem_fd = open_landing_fd(MPII_pageguard.pagesize);
+
+    int rc = MPII_Pageguard_install_handler();
+    if (rc != MPIR_PAGEGUARD_OK) {
+        if (MPII_pageguard.mem_fd >= 0)
+            close(MPII_pageguard.mem_fd);
+        MPII_pageguard.mem_fd = -1;
+        return rc;
+    }
+    atomic_store(&MPII_pageguard.on, 1);
+    return MPIR_PAGEGUARD_OK;
+}
+
+int MPIR_Pageguard_finalize(void)
+{
+    if (!atomic_load(&MPII_pageguard.on))
+        return MPIR_PAGEGUARD_OK;
+    atomic_store(&MPII_pageguard.on, 0);
+    for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
+        if (atomic_load(&MPII_pageguard.slots[i].state) == MPII_SLOT_ACTIVE)
+            MPIR_Pageguard_unregister(MPII_pageguard.slots[i].region);
+    }
+    MPII_Pageguard_uninstall_handler();
+    if (MPII_pageguard.mem_fd >= 0)
+        close(MPII_pageguard.mem_fd);
+    MPII_pageguard.mem_fd = -1;
+    return MPIR_PAGEGUARD_OK;
+}
+
+int MPIR_Pageguard_is_on(void)
+{
+    return atomic_load(&MPII_pageguard.on);
+}
+
+const char *MPIR_Pageguard_strerror(int rc)
+{
+    switch (rc) {
+        case MPIR_PAGEGUARD_OK:
+            return "success";
+        case MPIR_PAGEGUARD_ERR_ARG:
+            return "invalid region or sub-message ranges";
+        case MPIR_PAGEGUARD_ERR_OFF:
+            return "page guards are off";
+        case MPIR_PAGEGUARD_ERR_BUDGET:
+            return "mapping budget exhausted (vm.max_map_count)";
+        case MPIR_PAGEGUARD_ERR_NOMEM:
+            return "out of memory or mappings (mprotect/mmap failed)";
+        case MPIR_PAGEGUARD_ERR_LANDING:
+            return "buffer cannot be written through /proc/self/mem";
+        case MPIR_PAGEGUARD_ERR_SLOTS:
+            return "too many guarded regions at once";
+        case MPIR_PAGEGUARD_ERR_NOTHING:
+            return "no whole page to guard";
+        default:
+            return "unknown page-guard error";
+    }
+}
+
+void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats)
+{
+    pthread_mutex_lock(&MPII_pageguard.lock);
+    stats->regions = MPII_pageguard.regions;
+    stats->refused_budget = MPII_pageguard.refused_budget;
+    stats->refused_nomem = MPII_pageguard.refused_nomem;
+    stats->refused_landing = MPII_pageguard.refused_landing;
+    stats->refused_other = MPII_pageguard.refused_other;
+    stats->map_budget = MPII_pageguard.map_budget;
+    stats->maps_in_use = MPII_pageguard.maps_in_use;
+    pthread_mutex_unlock(&MPII_pageguard.lock);
+    stats->faults = atomic_load(&MPII_pageguard.faults);
+    stats->foreign_faults = atomic_load(&MPII_pageguard.foreign_faults);
+    stats->replaced = atomic_load(&MPII_pageguard.replaced);
+    stats->stall_ns = atomic_load(&MPII_pageguard.stall_ns);
+    stats->mprotect_calls = atomic_load(&MPII_pageguard.mprotect_calls);
+}

@@ -1,0 +1,85 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Shared state of the page-guard module: regions, the slot table the signal handler scans,
+ * and the global settings. Not for use outside src/util/mpir_pageguard. */
+
+#ifndef PAGEGUARD_INTERNAL_H_INCLUDED
+#define PAGEGUARD_INTERNAL_H_INCLUDED
+
+#include "mpir_pageguard.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+
+/* Regions registered at once: the handler scans them linearly, so keep this small. */
+#define MPII_PAGEGUARD_MAX_REGIONS 256
+
+/* Page states, read by the handler */
+enum {
+    MPII_PAGE_UNGUARDED = 0,    /* holds no sub-message byte: never protected by us */
+    MPII_PAGE_GUARDED = 1,      /* protected, waiting for its sub-messages */
+    MPII_PAGE_RELEASED = 2      /* accessible again */
+};
+
+struct MPIR_Pageguard_region {
+    uintptr_t base, end;        /* the user buffer */
+    uintptr_t gbase;            /* first page of the guardable span, page aligned */
+    size_t npages;              /* pages in [gbase, gbase + npages * pagesize) */
+    uintptr_t guard_lo, guard_hi;       /* whole pages inside [base, end): may be protected */
+    MPIR_Pageguard_kind_t kind;
+    int flags;
+    int nsub;
+    size_t *sub_off, *sub_len;
+
+    _Atomic unsigned char *page_state;  /* per page of the span */
+    int *page_pending;          /* incomplete sub-messages overlapping each page (under lock) */
+    _Atomic unsigned char *sub_done;
+    _Atomic int *touch_order;
+    uint64_t *touch_ns;
+    _Atomic int touch_counter;
+    _Atomic int unreleased;     /* guarded pages not yet released */
+    _Atomic unsigned int seq;   /* futex word: bumped whenever pages are released */
+
+    char *staging;              /* RECV: same offsets as the user buffer */
+    size_t staging_len;
+    size_t maps_reserved;
+    pthread_mutex_t lock;       /* progress side only; never taken by the handler */
+    int slot;
+};
+
+typedef struct {
+    _Atomic int state;          /* MPII_SLOT_* */
+    _Atomic int users;          /* handlers currently looking at this slot */
+    MPIR_Pageguard_region_t *region;
+} MPII_Pageguard_slot_t;
+
+enum { MPII_SLOT_FREE = 0, MPII_SLOT_BUSY = 1, MPII_SLOT_ACTIVE = 2, MPII_SLOT_DYING = 3 };
+
+typedef struct {
+    _Atomic int on;
+    size_t pagesize;
+    int mem_fd;                 /* /proc/self/mem, or -1 when landing is unavailable */
+    MPIR_Pageguard_config_t config;
+    pthread_mutex_t lock;       /* slot allocation and budget */
+    size_t map_budget, maps_in_use;
+    MPII_Pageguard_slot_t slots[MPII_PAGEGUARD_MAX_REGIONS];
+
+    struct sigaction previous;  /* the handler we chain to */
+    _Atomic unsigned long faults, foreign_faults, replaced, mprotect_calls;
+    _Atomic uint64_t stall_ns;
+    unsigned long regions, refused_budget, refused_nomem, refused_landing, refused_other;
+} MPII_Pageguard_global_t;
+
+extern MPII_Pageguard_global_t MPII_pageguard;
+
+int MPII_Pageguard_install_handler(void);
+void MPII_Pageguard_uninstall_handler(void);
+void MPII_Pageguard_wake(MPIR_Pageguard_region_t * region);
+uint64_t MPII_Pageguard_now_ns(void);
+int MPII_Pageguard_mprotect(uintptr_t addr, size_t len, int prot);
+
+#endif /* PAGEGUARD_INTERNAL_H_INCLUDED */

@@ -1,0 +1,438 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Guarded regions: registration (validate, reserve mappings, protect), landing and release on
+ * completion, first-touch queries, removal. Runs on the application and progress side, never in
+ * the signal handler. */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "pageguard_internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static uintptr_t round_down(uintptr_t x, size_t ps)
+{
+    return x & ~(uintptr_t) (ps - 1);
+}
+
+static uintptr_t round_up(uintptr_t x, size_t ps)
+{
+    return (x + ps - 1) & ~(uintptr_t) (ps - 1);
+}
+
+static int valid_ranges(size_t len, int nsub, const size_t * off, const size_t * sublen)
+{
+    size_t prev_end = 0;
+    for (int k = 0; k < nsub; k++) {
+        if (off[k] > len || sublen[k] > len - off[k] || off[k] < prev_end)
+            return 0;
+        prev_end = off[k] + sublen[k];
+    }
+    return 1;
+}
+
+/* Pages of the span [gbase, ...) that bytes [lo, hi) of the buffer touch, clipped to the
+ * guardable whole pages. Returns 0 when none. */
+static int guarded_pages_of(const MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi,
+                            size_t * first, size_t * last)
+{
+    size_t ps = MPII_pageguard.pagesize;
+    if (lo < r->guard_lo)
+        lo = r->guard_lo;
+    if (hi > r->guard_hi)
+        hi = r->guard_hi;
+    if (lo >= hi)
+        return 0;
+    *first = (lo - r->gbase) / ps;
+    *last = (hi - 1 - r->gbase) / ps;
+    return 1;
+}
+
+static void free_region(MPIR_Pageguard_region_t * r)
+{
+    if (r->staging)
+        munmap(r->staging, r->staging_len);
+    free(r->sub_off);
+    free(r->sub_len);
+    free((void *) r->page_state);
+    free(r->page_pending);
+    free((void *) r->sub_done);
+    free((void *) r->touch_order);
+    free(r->touch_ns);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+/* Apply prot to every maximal run of pages in state `state`. Returns 0 or -1 (errno set); on
+ * failure *done_runs tells how many runs were changed. */
+static int protect_runs(MPIR_Pageguard_region_t * r, unsigned char state, int prot,
+                        size_t * done_runs)
+{
+    size_t ps = MPII_pageguard.pagesize;
+    *done_runs = 0;
+    for (size_t p = 0; p < r->npages;) {
+        if (atomic_load(&r->page_state[p]) != state) {
+            p++;
+            continue;
+        }
+        size_t q = p;
+        while (q < r->npages && atomic_load(&r->page_state[q]) == state)
+            q++;
+        if (MPII_Pageguard_mprotect(r->gbase + p * ps, (q - p) * ps, prot) != 0)
+            return -1;
+        (*done_runs)++;
+        p = q;
+    }
+    return 0;
+}
+
+/* Can the kernel write into this (now protected) page on our behalf? It cannot for shared
+ * mappings: read one byte through /proc/self/mem and write it back. */
+static int landing_works(uintptr_t page)
+{
+    char byte;
+    int fd = MPII_pageguard.mem_fd;
+    return pread(fd, &byte, 1, (off_t) page) == 1 && pwrite(fd, &byte, 1, (off_t) page) == 1;
+}
+
+static void count_refusal(int rc)
+{
+    pthread_mutex_lock(&MPII_pageguard.lock);
+    if (rc == MPIR_PAGEGUARD_ERR_BUDGET)
+        MPII_pageguard.refused_budget++;
+    else if (rc == MPIR_PAGEGUARD_ERR_NOMEM)
+        MPII_pageguard.refused_nomem++;
+    else if (rc == MPIR_PAGEGUARD_ERR_LANDING)
+        MPII_pageguard.refused_landing++;
+    else
+        MPII_pageguard.refused_other++;
+    pthread_mutex_unlock(&MPII_pageguard.lock);
+}
+
+static void return_slot_and_budget(MPIR_Pageguard_region_t * r)
+{
+    pthread_mutex_lock(&MPII_pageguard.lock);
+    MPII_pageguard.maps_in_use -= r->maps_reserved;
+    r->maps_reserved = 0;
+    if (r->slot >= 0) {
+        MPII_pageguard.slots[r->slot].region = NULL;
+        atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_FREE);
+        r->slot = -1;
+    }
+    pthread_mutex_unlock(&MPII_pageguard.lock);
+}
+
+int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub_off,
+                            const size_t * sub_len, MPIR_Pageguard_kind_t kind, int flags,
+                            MPIR_Pageguard_region_t ** region)
+{
+    int rc = MPIR_PAGEGUARD_OK;
+    size_t ps = MPII_pageguard.pagesize;
+    MPIR_Pageguard_region_t *r = NULL;
+
+    *region = NULL;
+    if (!atomic_load(&MPII_pageguard.on) || !MPIR_Pageguard_check_handler())
+        return MPIR_PAGEGUARD_ERR_OFF;
+    if (!addr || len == 0 || nsub <= 0 || !sub_off || !sub_len ||
+        (uintptr_t) addr + len < (uintptr_t) addr || !valid_ranges(len, nsub, sub_off, sub_len)
+        || (kind != MPIR_PAGEGUARD_RECV && kind != MPIR_PAGEGUARD_SEND)) {
+        rc = MPIR_PAGEGUARD_ERR_ARG;
+        goto fn_fail;
+    }
+
+    uintptr_t base = (uintptr_t) addr, end = base + len;
+    uintptr_t guard_lo = round_up(base, ps), guard_hi = round_down(end, ps);
+    if (guard_lo >= guard_hi) {
+        rc = MPIR_PAGEGUARD_ERR_NOTHING;
+        goto fn_fail;
+    }
+    if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE) &&
+        MPII_pageguard.mem_fd < 0) {
+        rc = MPIR_PAGEGUARD_ERR_LANDING;
+        goto fn_fail;
+    }
+
+    r = calloc(1, sizeof(*r));
+    if (!r) {
+        rc = MPIR_PAGEGUARD_ERR_NOMEM;
+        goto fn_fail;
+    }
+    pthread_mutex_init(&r->lock, NULL);
+    r->slot = -1;
+    r->base = base;
+    r->end = end;
+    r->gbase = round_down(base, ps);
+    r->npages = (round_up(end, ps) - r->gbase) / ps;
+    r->guard_lo = guard_lo;
+    r->guard_hi = guard_hi;
+    r->kind = kind;
+    r->flags = flags;
+    r->nsub = nsub;
+    r->sub_off = malloc(nsub * sizeof(size_t));
+    r->sub_len = malloc(nsub * sizeof(size_t));
+    r->page_state = calloc(r->npages, sizeof(*r->page_state));
+    r->page_pending = calloc(r->npages, sizeof(int));
+    r->sub_done = calloc(nsub, sizeof(*r->sub_done));
+    r->touch_order = calloc(nsub, sizeof(*r->touch_order));
+    r->touch_ns = calloc(nsub, sizeof(uint64_t));
+    if (!r->sub_off || !r->sub_len || !r->page_state || !r->page_pending || !r->sub_done ||
+        !r->touch_order || !r->touch_ns) {
+        rc = MPIR_PAGEGUARD_ERR_NOMEM;
+        goto fn_fail;
+    }
+    memcpy(r->sub_off, sub_off, nsub * sizeof(size_t));
+    memcpy(r->sub_len, sub_len, nsub * sizeof(size_t));
+
+    /* Which pages to protect, and how many sub-messages each one waits for. */
+    int nonempty = 0;
+    for (int k = 0; k < nsub; k++) {
+        size_t first, last;
+        if (sub_len[k] == 0) {
+            atomic_store(&r->sub_done[k], 1);
+            continue;
+        }
+        nonempty++;
+        if (flags & MPIR_PAGEGUARD_TRACE)
+            atomic_store(&r->sub_done[k], 1);
+        if (!guarded_pages_of(r, base + sub_off[k], base + sub_off[k] + sub_len[k], &first,
+                              &last))
+            continue;
+        for (size_t p = first; p <= last; p++) {
+            r->page_pending[p] += !(flags & MPIR_PAGEGUARD_TRACE);
+            atomic_store(&r->page_state[p], MPII_PAGE_GUARDED);
+        }
+    }
+    size_t guarded = 0, runs = 0;
+    for (size_t p = 0; p < r->npages; p++) {
+        if (atomic_load(&r->page_state[p]) == MPII_PAGE_GUARDED) {
+            guarded++;
+            runs += (p == 0 || atomic_load(&r->page_state[p - 1]) != MPII_PAGE_GUARDED);
+        }
+    }
+    if (guarded == 0) {
+        rc = MPIR_PAGEGUARD_ERR_NOTHING;
+        goto fn_fail;
+    }
+    atomic_store(&r->unreleased, (int) guarded);
+
+    /* Each protected run splits a mapping in up to three; each later partial release can split
+     * it again. Reserve that worst case against the budget. */
+    size_t releases = (size_t) nonempty < guarded ? (size_t) nonempty : guarded;
+    r->maps_reserved = 2 * runs + 2 * releases;
+
+    if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE)) {
+        r->staging_len = round_up(len, ps);
+        r->staging = mmap(NULL, r->staging_len, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (r->staging == MAP_FAILED) {
+            r->staging = NULL;
+            rc = MPIR_PAGEGUARD_ERR_NOMEM;
+            goto fn_fail;
+        }
+    }
+
+    pthread_mutex_lock(&MPII_pageguard.lock);
+    if (MPII_pageguard.maps_in_use + r->maps_reserved > MPII_pageguard.map_budget) {
+        r->maps_reserved = 0;
+        pthread_mutex_unlock(&MPII_pageguard.lock);
+        rc = MPIR_PAGEGUARD_ERR_BUDGET;
+        goto fn_fail;
+    }
+    for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
+        int free_state = MPII_SLOT_FREE;
+        if (atomic_compare_exchange_strong(&MPII_pageguard.slots[i].state, &free_state,
+                                           MPII_SLOT_BUSY)) {
+            r->slot = i;
+            break;
+        }
+    }
+    if (r->slot < 0) {
+        r->maps_reserved = 0;
+        pthread_mutex_unlock(&MPII_pageguard.lock);
+        rc = MPIR_PAGEGUARD_ERR_SLOTS;
+        goto fn_fail;
+    }
+    MPII_pageguard.maps_in_use += r->maps_reserved;
+    MPII_pageguard.slots[r->slot].region = r;
+    pthread_mutex_unlock(&MPII_pageguard.lock);
+
+    /* Visible to the handler before the first page is protected. */
+    atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_ACTIVE);
+
+    size_t done_runs;
+    int prot = (kind == MPIR_PAGEGUARD_RECV) ? PROT_NONE : PROT_READ;
+    if (protect_runs(r, MPII_PAGE_GUARDED, prot, &done_runs) != 0) {
+        rc = (errno == ENOMEM) ? MPIR_PAGEGUARD_ERR_NOMEM : MPIR_PAGEGUARD_ERR_ARG;
+        goto fn_undo;
+    }
+    if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE)) {
+        size_t p = 0;
+        while (atomic_load(&r->page_state[p]) != MPII_PAGE_GUARDED)
+            p++;
+        if (!landing_works(r->gbase + p * MPII_pageguard.pagesize)) {
+            rc = MPIR_PAGEGUARD_ERR_LANDING;
+            goto fn_undo;
+        }
+    }
+
+    pthread_mutex_lock(&MPII_pageguard.lock);
+    MPII_pageguard.regions++;
+    pthread_mutex_unlock(&MPII_pageguard.lock);
+    *region = r;
+    return MPIR_PAGEGUARD_OK;
+
+  fn_undo:
+    /* Nothing has been written yet: opening every page again restores the buffer. */
+    protect_runs(r, MPII_PAGE_GUARDED, PROT_READ | PROT_WRITE, &done_runs);
+    atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_DYING);
+    while (atomic_load(&MPII_pageguard.slots[r->slot].users) > 0)
+        sched_yield();
+    return_slot_and_budget(r);
+  fn_fail:
+    count_refusal(rc);
+    if (r)
+        free_region(r);
+    return rc;
+}
+
+void *MPIR_Pageguard_staging(MPIR_Pageguard_region_t * region)
+{
+    return region->staging;
+}
+
+int MPIR_Pageguard_sub_is_sync(MPIR_Pageguard_region_t * r, int k)
+{
+    if (k < 0 || k >= r->nsub || r->sub_len[k] == 0)
+        return 0;
+    uintptr_t lo = r->base + r->sub_off[k], hi = lo + r->sub_len[k];
+    return lo < r->guard_lo || hi > r->guard_hi;
+}
+
+/* Write bytes [lo, hi) of the buffer from staging. Inside the guardable pages the kernel
+ * writes for us (the pages stay protected); outside, the memory is ordinary. */
+static int land(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi)
+{
+    const char *src = r->staging + (lo - r->base);
+    uintptr_t glo = lo > r->guard_lo ? lo : r->guard_lo;
+    uintptr_t ghi = hi < r->guard_hi ? hi : r->guard_hi;
+    if (glo >= ghi) {
+        memcpy((void *) lo, src, hi - lo);
+        return 0;
+    }
+    if (lo < glo)
+        memcpy((void *) lo, src, glo - lo);
+    if (ghi < hi)
+        memcpy((void *) ghi, src + (ghi - lo), hi - ghi);
+    for (uintptr_t at = glo; at < ghi;) {
+        ssize_t n = pwrite(MPII_pageguard.mem_fd, src + (at - lo), ghi - at, (off_t) at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        at += (uintptr_t) n;
+    }
+    return 0;
+}
+
+int MPIR_Pageguard_complete(MPIR_Pageguard_region_t * r, int k)
+{
+    int rc = MPIR_PAGEGUARD_OK;
+    size_t ps = MPII_pageguard.pagesize;
+
+    if (k < 0 || k >= r->nsub)
+        return MPIR_PAGEGUARD_ERR_ARG;
+    pthread_mutex_lock(&r->lock);
+    if (atomic_load(&r->sub_done[k]))
+        goto fn_exit;
+
+    uintptr_t lo = r->base + r->sub_off[k], hi = lo + r->sub_len[k];
+    if (r->kind == MPIR_PAGEGUARD_RECV && land(r, lo, hi) != 0) {
+        rc = MPIR_PAGEGUARD_ERR_LANDING;
+        goto fn_exit;
+    }
+    atomic_store(&r->sub_done[k], 1);
+
+    size_t first, last;
+    if (!guarded_pages_of(r, lo, hi, &first, &last))
+        goto fn_exit;
+    for (size_t p = first; p <= last; p++)
+        r->page_pending[p]--;
+    /* Open each run of pages that no longer waits for anything, then tell the waiters. */
+    int released = 0;
+    for (size_t p = first; p <= last;) {
+        if (r->page_pending[p] != 0 ||
+            atomic_load(&r->page_state[p]) != MPII_PAGE_GUARDED) {
+            p++;
+            continue;
+        }
+        size_t q = p;
+        while (q <= last && r->page_pending[q] == 0 &&
+               atomic_load(&r->page_state[q]) == MPII_PAGE_GUARDED)
+            q++;
+        if (MPII_Pageguard_mprotect(r->gbase + p * ps, (q - p) * ps, PROT_READ | PROT_WRITE)) {
+            rc = MPIR_PAGEGUARD_ERR_NOMEM;
+            break;
+        }
+        for (size_t i = p; i < q; i++)
+            atomic_store(&r->page_state[i], MPII_PAGE_RELEASED);
+        atomic_fetch_sub(&r->unreleased, (int) (q - p));
+        released = 1;
+        p = q;
+    }
+    if (released)
+        MPII_Pageguard_wake(r);
+
+  fn_exit:
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+int MPIR_Pageguard_all_released(MPIR_Pageguard_region_t * r)
+{
+    return atomic_load(&r->unreleased) == 0;
+}
+
+void MPIR_Pageguard_first_touch(MPIR_Pageguard_region_t * r, int k, int *order,
+                                uint64_t * time_ns)
+{
+    int o = (k >= 0 && k < r->nsub) ? atomic_load(&r->touch_order[k]) : 0;
+    *order = o > 0 ? o : 0;
+    *time_ns = o > 0 ? r->touch_ns[k] : 0;
+}
+
+int MPIR_Pageguard_unregister(MPIR_Pageguard_region_t * r)
+{
+    size_t done_runs;
+    if (!r)
+        return MPIR_PAGEGUARD_ERR_ARG;
+
+    /* An abandoned region: open what is still protected and wake the waiters first, so that no
+     * handler keeps this slot busy. */
+    pthread_mutex_lock(&r->lock);
+    if (atomic_load(&r->unreleased) > 0) {
+        protect_runs(r, MPII_PAGE_GUARDED, PROT_READ | PROT_WRITE, &done_runs);
+        for (size_t p = 0; p < r->npages; p++) {
+            unsigned char guarded = MPII_PAGE_GUARDED;
+            atomic_compare_exchange_strong(&r->page_state[p], &guarded, MPII_PAGE_RELEASED);
+        }
+        atomic_store(&r->unreleased, 0);
+        MPII_Pageguard_wake(r);
+    }
+    pthread_mutex_unlock(&r->lock);
+
+    atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_DYING);
+    while (atomic_load(&MPII_pageguard.slots[r->slot].users) > 0)
+        sched_yield();
+    return_slot_and_budget(r);
+    free_region(r);
+    return MPIR_PAGEGUARD_OK;
+}

@@ -1,0 +1,614 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Unit tests of src/util/mpir_pageguard. Check runs every test in its own process, so each
+ * starts with a fresh module and SIGSEGV disposition. */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "mpir_pageguard.h"
+
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static size_t ps;
+static int probe_pipe[2];
+
+/* 1 if the byte at p can be read: the kernel returns EFAULT instead of faulting. */
+static int readable(const void *p)
+{
+    char c;
+    ssize_t n = write(probe_pipe[1], p, 1);
+    if (n == 1) {
+        ck_assert_int_eq(read(probe_pipe[0], &c, 1), 1);
+        return 1;
+    }
+    ck_assert_int_eq(errno, EFAULT);
+    return 0;
+}
+
+static char *map_pages(size_t npages)
+{
+    char *p = mmap(NULL, npages * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(p, MAP_FAILED);
+    memset(p, 0x11, npages * ps);
+    return p;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+static void setup(void)
+{
+    ps = (size_t) sysconf(_SC_PAGESIZE);
+    ck_assert_int_eq(pipe(probe_pipe), 0);
+    ck_assert_int_eq(MPIR_Pageguard_init(NULL), MPIR_PAGEGUARD_OK);
+}
+
+static void teardown(void)
+{
+    MPIR_Pageguard_finalize();
+    close(probe_pipe[0]);
+    close(probe_pipe[1]);
+}
+
+/* n equal sub-messages covering [0, len) */
+static void split(size_t len, int n, size_t * off, size_t * sublen)
+{
+    for (int k = 0; k < n; k++) {
+        off[k] = len * k / n;
+        sublen[k] = len * (k + 1) / n - off[k];
+    }
+}
+
+START_TEST(alignment_whole_and_partial_pages)
+{
+    char *mem = map_pages(8);
+    /* buffer from the middle of page 0 to the middle of page 5: pages 1..4 are guardable */
+    char *buf = mem + ps / 2;
+    size_t len = 5 * ps;
+    size_t off[5], sublen[5];
+    split(len, 5, off, sublen);
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(buf, len, 5, off, sublen, MPIR_PAGEGUARD_RECV, 0, &r),
+                     MPIR_PAGEGUARD_OK);
+    ck_assert(readable(mem));           /* partial first page: shared, never protected */
+    ck_assert(readable(buf));
+    ck_assert(readable(mem + 5 * ps + 10));     /* partial last page */
+    for (int p = 1; p <= 4; p++)
+        ck_assert(!readable(mem + p * ps));
+    ck_assert(readable(mem + 6 * ps));  /* beyond the buffer */
+    ck_assert(MPIR_Pageguard_sub_is_sync(r, 0));
+    ck_assert(!MPIR_Pageguard_sub_is_sync(r, 1));
+    ck_assert(!MPIR_Pageguard_sub_is_sync(r, 3));
+    ck_assert(MPIR_Pageguard_sub_is_sync(r, 4));
+    for (int k = 0; k < 5; k++)
+        ck_assert_int_eq(MPIR_Pageguard_complete(r, k), MPIR_PAGEGUARD_OK);
+    ck_assert(MPIR_Pageguard_all_released(r));
+    for (int p = 0; p < 8; p++)
+        ck_assert(readable(mem + p * ps));
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
+START_TEST(alignment_small_buffers)
+{
+    char *mem = map_pages(4);
+    size_t off = 0, len = ps - 8;
+    MPIR_Pageguard_region_t *r;
+    /* sub-page, and two partial pages with no whole page between them */
+    ck_assert_int_eq(MPIR_Pageguard_register(mem + 4, len, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_ERR_NOTHING);
+    len = ps + 100;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem + 100, len, 1, &off, &len, MPIR_PAGEGUARD_RECV,
+                                             0, &r), MPIR_PAGEGUARD_ERR_NOTHING);
+    ck_assert_ptr_null(r);
+    /* 1, 2 and 3 whole aligned pages */
+    for (size_t n = 1; n <= 3; n++) {
+        len = n * ps;
+        ck_assert_int_eq(MPIR_Pageguard_register(mem, len, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                                 &r), MPIR_PAGEGUARD_OK);
+        for (size_t p = 0; p < 4; p++)
+            ck_assert_int_eq(readable(mem + p * ps), p >= n);
+        ck_assert(!MPIR_Pageguard_sub_is_sync(r, 0));
+        MPIR_Pageguard_complete(r, 0);
+        MPIR_Pageguard_unregister(r);
+    }
+}
+END_TEST
+
+START_TEST(bad_arguments)
+{
+    char *mem = map_pages(4);
+    MPIR_Pageguard_region_t *r;
+    size_t off[2] = { 0, 100 }, len[2] = { 200, 100 };  /* overlapping */
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 2, off, len, MPIR_PAGEGUARD_RECV, 0, &r),
+                     MPIR_PAGEGUARD_ERR_ARG);
+    size_t off2[2] = { 100, 0 }, len2[2] = { 10, 10 };  /* unsorted */
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 2, off2, len2, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_ERR_ARG);
+    size_t off3 = 4 * ps - 10, len3 = 11;       /* past the end */
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 1, &off3, &len3, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_ERR_ARG);
+    ck_assert_int_eq(MPIR_Pageguard_register(NULL, 4 * ps, 1, &off3, &len3, MPIR_PAGEGUARD_RECV,
+                                             0, &r), MPIR_PAGEGUARD_ERR_ARG);
+    for (int p = 0; p < 4; p++)
+        ck_assert(readable(mem + p * ps));
+    ck_assert_str_ne(MPIR_Pageguard_strerror(MPIR_PAGEGUARD_ERR_ARG), "unknown page-guard error");
+}
+END_TEST
+
+/* Data lands only at completion, whole pages at a time; holes keep the user's bytes. */
+START_TEST(landing_and_holes)
+{
+    char *mem = map_pages(6);
+    size_t off[3] = { 0, 2 * ps + 100, 4 * ps }, len[3] = { ps, ps, 2 * ps };
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 6 * ps, 3, off, len, MPIR_PAGEGUARD_RECV, 0, &r),
+                     MPIR_PAGEGUARD_OK);
+    ck_assert(readable(mem + ps));      /* page 1: only hole bytes, never protected */
+    ck_assert(!readable(mem + 2 * ps));
+    char *staging = MPIR_Pageguard_staging(r);
+    for (int k = 0; k < 3; k++)
+        memset(staging + off[k], 'a' + k, len[k]);
+    MPIR_Pageguard_complete(r, 1);
+    /* sub 1 spans pages 2 and 3; both hold only sub 1 and holes: released */
+    ck_assert(readable(mem + 2 * ps) && readable(mem + 3 * ps));
+    ck_assert_int_eq(mem[2 * ps + 99], 0x11);   /* hole byte kept */
+    ck_assert_int_eq(mem[2 * ps + 100], 'b');
+    ck_assert_int_eq(mem[3 * ps + 99], 'b');
+    ck_assert_int_eq(mem[3 * ps + 100], 0x11);
+    ck_assert(!readable(mem) && !readable(mem + 4 * ps));
+    MPIR_Pageguard_complete(r, 0);
+    MPIR_Pageguard_complete(r, 2);
+    ck_assert(MPIR_Pageguard_all_released(r));
+    ck_assert_int_eq(mem[0], 'a');
+    ck_assert_int_eq(mem[6 * ps - 1], 'c');
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
+/* A page shared by two sub-messages opens only when both are complete. */
+START_TEST(shared_page_waits_for_both)
+{
+    char *mem = map_pages(3);
+    size_t off[2] = { 0, ps + ps / 2 }, len[2] = { ps + ps / 2, ps + ps / 2 };
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 3 * ps, 2, off, len, MPIR_PAGEGUARD_RECV, 0, &r),
+                     MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_complete(r, 0);
+    ck_assert(readable(mem));
+    ck_assert(!readable(mem + ps));
+    MPIR_Pageguard_complete(r, 1);
+    ck_assert(readable(mem + ps) && readable(mem + 2 * ps));
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
+/* Sub-message layout shared with helper threads */
+static size_t test_off[64], test_len[64];
+
+struct completer {
+    MPIR_Pageguard_region_t *r;
+    int n, delay_ms;
+    const int *order;
+    char fill;
+};
+
+static void *complete_later(void *arg)
+{
+    struct completer *c = arg;
+    char *staging = MPIR_Pageguard_staging(c->r);
+    for (int i = 0; i < c->n; i++) {
+        sleep_ms(c->delay_ms);
+        int k = c->order ? c->order[i] : i;
+        if (staging) {
+            /* write every byte of sub k: a fault handler must never see a partial page */
+            for (size_t b = 0; b < test_len[k]; b++)
+                staging[test_off[k] + b] = (char) (c->fill + k);
+        }
+        ck_assert_int_eq(MPIR_Pageguard_complete(c->r, k), MPIR_PAGEGUARD_OK);
+    }
+    return NULL;
+}
+
+START_TEST(fault_waits_for_completion)
+{
+    char *mem = map_pages(8);
+    split(8 * ps, 4, test_off, test_len);
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 8 * ps, 4, test_off, test_len,
+                                             MPIR_PAGEGUARD_RECV, 0, &r), MPIR_PAGEGUARD_OK);
+    const int order[4] = { 3, 2, 1, 0 };
+    struct completer c = { r, 4, 20, order, 'A' };
+    pthread_t t;
+    pthread_create(&t, NULL, complete_later, &c);
+    /* touch sub-messages in forward order: each read faults and waits for its data */
+    for (int k = 0; k < 4; k++) {
+        volatile char *p = (volatile char *) mem + test_off[k] + test_len[k] - 1;
+        ck_assert_int_eq(*p, 'A' + k);
+        ck_assert_int_eq(mem[test_off[k]], 'A' + k);
+    }
+    pthread_join(t, NULL);
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_ge(st.faults, 1);
+    ck_assert_uint_gt(st.stall_ns, 0);
+    ck_assert_uint_eq(st.foreign_faults, 0);
+    /* first touches recorded in touch order */
+    int o;
+    uint64_t ns;
+    MPIR_Pageguard_first_touch(r, 0, &o, &ns);
+    ck_assert_int_eq(o, 1);
+    ck_assert_uint_gt(ns, 0);
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
+START_TEST(first_touch_order_trace_mode)
+{
+    char *mem = map_pages(6);
+    size_t off[6], len[6];
+    split(6 * ps, 6, off, len);
+    for (int p = 0; p < 6; p++)
+        memset(mem + p * ps, '0' + p, ps);
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 6 * ps, 6, off, len, MPIR_PAGEGUARD_RECV,
+                                             MPIR_PAGEGUARD_TRACE, &r), MPIR_PAGEGUARD_OK);
+    const int touch[6] = { 4, 0, 5, 2 };        /* 1 and 3 never touched */
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(((volatile char *) mem)[touch[i] * ps + 7], '0' + touch[i]);
+        ck_assert_int_eq(mem[touch[i] * ps + 8], '0' + touch[i]);      /* no second fault */
+    }
+    int expected[6] = { 2, 0, 4, 0, 1, 3 };
+    uint64_t prev_ns = 0;
+    for (int i = 0; i < 4; i++) {
+        int o;
+        uint64_t ns;
+        MPIR_Pageguard_first_touch(r, touch[i], &o, &ns);
+        ck_assert_int_eq(o, expected[touch[i]]);
+        ck_assert_uint_ge(ns, prev_ns);
+        prev_ns = ns;
+    }
+    for (int k = 0; k < 6; k++) {
+        int o;
+        uint64_t ns;
+        MPIR_Pageguard_first_touch(r, k, &o, &ns);
+        ck_assert_int_eq(o, expected[k]);
+    }
+    ck_assert(!readable(mem + 1 * ps));
+    ck_assert(!MPIR_Pageguard_all_released(r));
+    MPIR_Pageguard_unregister(r);       /* abandoned: opens the rest */
+    ck_assert(readable(mem + 1 * ps) && readable(mem + 3 * ps));
+    ck_assert_int_eq(mem[3 * ps], '3');
+}
+END_TEST
+
+START_TEST(send_guard_blocks_writes_not_reads)
+{
+    char *mem = map_pages(4);
+    split(4 * ps, 2, test_off, test_len);
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 2, test_off, test_len,
+                                             MPIR_PAGEGUARD_SEND, 0, &r), MPIR_PAGEGUARD_OK);
+    ck_assert_ptr_null(MPIR_Pageguard_staging(r));
+    ck_assert_int_eq(mem[3 * ps], 0x11);        /* reading a send buffer never faults */
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.faults, 0);
+    struct completer c = { r, 2, 30, NULL, 0 };
+    pthread_t t;
+    pthread_create(&t, NULL, complete_later, &c);
+    mem[3 * ps] = 'w';                  /* waits until sub 1 has "left" */
+    ck_assert_int_eq(MPIR_Pageguard_complete(r, 1), MPIR_PAGEGUARD_OK);     /* idempotent */
+    pthread_join(t, NULL);
+    ck_assert_int_eq(mem[3 * ps], 'w');
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.faults, 1);
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
+static volatile sig_atomic_t previous_called;
+static char *foreign_page;
+
+static void previous_handler(int sig, siginfo_t * info, void *uctx)
+{
+    (void) sig;
+    (void) uctx;
+    previous_called++;
+    if ((char *) info->si_addr >= foreign_page && (char *) info->si_addr < foreign_page + ps)
+        mprotect(foreign_page, ps, PROT_READ | PROT_WRITE);
+}
+
+static void install_previous(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = previous_handler;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &sa, NULL);
+}
+
+START_TEST(foreign_fault_reaches_previous_handler)
+{
+    MPIR_Pageguard_finalize();  /* re-init with a previous handler in place */
+    install_previous();
+    ck_assert_int_eq(MPIR_Pageguard_init(NULL), MPIR_PAGEGUARD_OK);
+    char *mem = map_pages(4);
+    size_t off = 0, len = 2 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    foreign_page = mem + 3 * ps;
+    mprotect(foreign_page, ps, PROT_NONE);
+    ((volatile char *) foreign_page)[0] = 5;    /* not ours: the previous handler opens it */
+    ck_assert_int_eq(previous_called, 1);
+    ck_assert_int_eq(foreign_page[0], 5);
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.foreign_faults, 1);
+    ck_assert_uint_eq(st.faults, 0);
+    MPIR_Pageguard_complete(r, 0);
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
+/* With SIG_DFL before us, a real segfault still kills the process with SIGSEGV. */
+START_TEST(foreign_fault_default_action)
+{
+    char *mem = map_pages(1);
+    mprotect(mem, ps, PROT_NONE);
+    ((volatile char *) mem)[0] = 1;
+}
+END_TEST
+
+START_TEST(null_dereference_default_action)
+{
+    volatile char *p = NULL;
+    p[0] = 1;
+}
+END_TEST
+
+START_TEST(replaced_handler_is_reinstalled)
+{
+    install_previous();         /* someone replaces our handler after init */
+    char *mem = map_pages(2);
+    size_t off = 0, len = 2 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.replaced, 1);
+    ck_assert_int_eq(MPIR_Pageguard_check_handler(), 1);
+    struct completer c = { r, 1, 20, NULL, 'R' };
+    test_off[0] = 0;
+    test_len[0] = 2 * ps;
+    pthread_t t;
+    pthread_create(&t, NULL, complete_later, &c);
+    ck_assert_int_eq(((volatile char *) mem)[5], 'R');  /* ours again: waits, no crash */
+    pthread_join(t, NULL);
+    /* and the newcomer now gets the faults that are not ours */
+    foreign_page = map_pages(1);
+    mprotect(foreign_page, ps, PROT_NONE);
+    ((volatile char *) foreign_page)[0] = 1;
+    ck_assert_int_eq(previous_called, 1);
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
+START_TEST(replaced_handler_switches_off)
+{
+    MPIR_Pageguard_finalize();
+    MPIR_Pageguard_config_t cfg = { .on_replaced = MPIR_PAGEGUARD_SWITCH_OFF };
+    ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
+    install_previous();
+    char *mem = map_pages(2);
+    size_t off = 0, len = 2 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_ERR_OFF);
+    ck_assert(!MPIR_Pageguard_is_on());
+    ck_assert(readable(mem));
+}
+END_TEST
+
+START_TEST(budget_refusal_leaves_buffer_alone)
+{
+    MPIR_Pageguard_finalize();
+    MPIR_Pageguard_config_t cfg = { .map_budget = 6 };
+    ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
+    char *mem = map_pages(16);
+    size_t off[16], len[16];
+    split(16 * ps, 16, off, len);
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 16 * ps, 16, off, len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_ERR_BUDGET);
+    for (int p = 0; p < 16; p++)
+        ck_assert(readable(mem + p * ps));
+    /* a region within budget (1 run + 2 releases = 6 mappings) is fine, and gives it back */
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 16 * ps, 2, off, len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.maps_in_use, 6);
+    ck_assert_uint_eq(st.refused_budget, 1);
+    MPIR_Pageguard_complete(r, 0);
+    MPIR_Pageguard_complete(r, 1);
+    MPIR_Pageguard_unregister(r);
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.maps_in_use, 0);
+}
+END_TEST
+
+/* A shared mapping cannot be written through /proc/self/mem while protected: refused, intact. */
+START_TEST(shared_mapping_refused_for_receive)
+{
+    char *mem = mmap(NULL, 4 * ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(mem, MAP_FAILED);
+    memset(mem, 7, 4 * ps);
+    size_t off = 0, len = 4 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_ERR_LANDING);
+    for (int p = 0; p < 4; p++)
+        ck_assert(readable(mem + p * ps) && mem[p * ps] == 7);
+}
+END_TEST
+
+static void *unregister_later(void *r)
+{
+    sleep_ms(1);
+    MPIR_Pageguard_unregister(r);
+    return NULL;
+}
+
+START_TEST(abandoned_region_wakes_waiters)
+{
+    char *mem = map_pages(2);
+    size_t off = 0, len = 2 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    pthread_t t;
+    pthread_create(&t, NULL, unregister_later, r);
+    (void) ((volatile char *) mem)[0];  /* either faults and is woken, or finds it open */
+    pthread_join(t, NULL);
+    ck_assert(readable(mem + ps));
+}
+END_TEST
+
+#define NTHREADS 8
+struct toucher {
+    char *mem;
+    int k;
+    int ok;
+};
+
+static void *touch_sub(void *arg)
+{
+    struct toucher *t = arg;
+    volatile char *p = (volatile char *) t->mem;
+    t->ok = 1;
+    for (size_t b = 0; b < test_len[t->k]; b += 512)
+        t->ok &= (p[test_off[t->k] + b] == 'a' + t->k);
+    return NULL;
+}
+
+START_TEST(many_threads_fault_at_once)
+{
+    size_t npages = 4 * NTHREADS;
+    char *mem = map_pages(npages) + 123;        /* unaligned: the ends are synchronous */
+    size_t len = npages * ps - 2 * 123;
+    split(len, NTHREADS, test_off, test_len);
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, len, NTHREADS, test_off, test_len,
+                                             MPIR_PAGEGUARD_RECV, 0, &r), MPIR_PAGEGUARD_OK);
+    char *staging = MPIR_Pageguard_staging(r);
+    for (int k = 0; k < NTHREADS; k++)
+        memset(staging + test_off[k], 'a' + k, test_len[k]);
+    /* as a collective would: complete the synchronous pieces before "returning" */
+    for (int k = 0; k < NTHREADS; k++)
+        if (MPIR_Pageguard_sub_is_sync(r, k))
+            MPIR_Pageguard_complete(r, k);
+    pthread_t threads[NTHREADS];
+    struct toucher touchers[NTHREADS];
+    for (int k = 0; k < NTHREADS; k++) {
+        touchers[k] = (struct toucher) { mem, NTHREADS - 1 - k, 0 };
+        pthread_create(&threads[k], NULL, touch_sub, &touchers[k]);
+    }
+    const int order[NTHREADS] = { 5, 2, 7, 0, 3, 6, 1, 4 };
+    for (int i = 0; i < NTHREADS; i++) {
+        sleep_ms(5);
+        MPIR_Pageguard_complete(r, order[i]);
+    }
+    for (int k = 0; k < NTHREADS; k++) {
+        pthread_join(threads[k], NULL);
+        ck_assert_msg(touchers[k].ok, "thread %d read wrong data", k);
+    }
+    ck_assert(MPIR_Pageguard_all_released(r));
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
+START_TEST(stack_buffer)
+{
+    char buf[5 * 4096 + 300];
+    memset(buf, 'z', sizeof(buf));
+    size_t off[3], len[3];
+    split(sizeof(buf), 3, off, len);
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(buf, sizeof(buf), 3, off, len, MPIR_PAGEGUARD_RECV,
+                                             0, &r), MPIR_PAGEGUARD_OK);
+    char *staging = MPIR_Pageguard_staging(r);
+    for (int k = 0; k < 3; k++)
+        memset(staging + off[k], 'A' + k, len[k]);
+    for (int k = 0; k < 3; k++)
+        MPIR_Pageguard_complete(r, k);
+    for (int k = 0; k < 3; k++)
+        ck_assert(buf[off[k]] == 'A' + k && buf[off[k] + len[k] - 1] == 'A' + k);
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
+static Suite *pageguard_suite(void)
+{
+    Suite *s = suite_create("pageguard");
+    TCase *tc = tcase_create("regions");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, alignment_whole_and_partial_pages);
+    tcase_add_test(tc, alignment_small_buffers);
+    tcase_add_test(tc, bad_arguments);
+    tcase_add_test(tc, landing_and_holes);
+    tcase_add_test(tc, shared_page_waits_for_both);
+    tcase_add_test(tc, stack_buffer);
+    tcase_add_test(tc, budget_refusal_leaves_buffer_alone);
+    tcase_add_test(tc, shared_mapping_refused_for_receive);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("faults");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, fault_waits_for_completion);
+    tcase_add_test(tc, first_touch_order_trace_mode);
+    tcase_add_test(tc, send_guard_blocks_writes_not_reads);
+    tcase_add_test(tc, abandoned_region_wakes_waiters);
+    tcase_add_test(tc, many_threads_fault_at_once);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("chaining");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, foreign_fault_reaches_previous_handler);
+    tcase_add_test_raise_signal(tc, foreign_fault_default_action, SIGSEGV);
+    tcase_add_test_raise_signal(tc, null_dereference_default_action, SIGSEGV);
+    tcase_add_test(tc, replaced_handler_is_reinstalled);
+    tcase_add_test(tc, replaced_handler_switches_off);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(pageguard_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
