@@ -41,9 +41,12 @@ static void futex_wait(_Atomic unsigned int *word, unsigned int expected)
 
 void MPII_Pageguard_wake(MPIR_Pageguard_region_t * region)
 {
+    /* seq_cst order: a waiter that announced itself after our load of waiters sees the page
+     * released before it sleeps. */
     atomic_fetch_add(&region->seq, 1);
-    syscall(SYS_futex, (unsigned int *) &region->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL,
-            0);
+    if (atomic_load(&region->waiters) > 0)
+        syscall(SYS_futex, (unsigned int *) &region->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+                NULL, 0);
 }
 
 static int is_ours(const struct sigaction *sa)
@@ -200,12 +203,14 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
         return;
     }
     uint64_t t0 = MPII_Pageguard_now_ns();
+    atomic_fetch_add(&r->waiters, 1);
     while (atomic_load(&r->page_state[page]) != MPII_PAGE_RELEASED) {
         unsigned int seq = atomic_load(&r->seq);
         if (atomic_load(&r->page_state[page]) == MPII_PAGE_RELEASED)
             break;
         futex_wait(&r->seq, seq);
     }
+    atomic_fetch_sub(&r->waiters, 1);
     atomic_fetch_add(&MPII_pageguard.stall_ns, MPII_Pageguard_now_ns() - t0);
 }
 

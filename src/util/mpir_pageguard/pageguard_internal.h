@@ -43,6 +43,7 @@ struct MPIR_Pageguard_region {
     _Atomic int touch_counter;
     _Atomic int unreleased;     /* guarded pages not yet released */
     _Atomic unsigned int seq;   /* futex word: bumped whenever pages are released */
+    _Atomic int waiters;        /* handlers waiting on seq: no wake-up call when none */
 
     char *staging;              /* RECV: same offsets as the user buffer */
     size_t staging_len;
