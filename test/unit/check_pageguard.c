@@ -566,12 +566,20 @@ START_TEST(stack_buffer)
 }
 END_TEST
 
+/* Every test case gets a fresh module (fixture) and room for the thread tests. */
+static TCase *guarded_tcase(Suite * s, const char *name)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 20);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
 static Suite *pageguard_suite(void)
 {
     Suite *s = suite_create("pageguard");
-    TCase *tc = tcase_create("regions");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 20);
+    TCase *tc = guarded_tcase(s, "regions");
     tcase_add_test(tc, alignment_whole_and_partial_pages);
     tcase_add_test(tc, alignment_small_buffers);
     tcase_add_test(tc, bad_arguments);
@@ -580,27 +588,20 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, stack_buffer);
     tcase_add_test(tc, budget_refusal_leaves_buffer_alone);
     tcase_add_test(tc, shared_mapping_refused_for_receive);
-    suite_add_tcase(s, tc);
 
-    tc = tcase_create("faults");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 20);
+    tc = guarded_tcase(s, "faults");
     tcase_add_test(tc, fault_waits_for_completion);
     tcase_add_test(tc, first_touch_order_trace_mode);
     tcase_add_test(tc, send_guard_blocks_writes_not_reads);
     tcase_add_test(tc, abandoned_region_wakes_waiters);
     tcase_add_test(tc, many_threads_fault_at_once);
-    suite_add_tcase(s, tc);
 
-    tc = tcase_create("chaining");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 20);
+    tc = guarded_tcase(s, "chaining");
     tcase_add_test(tc, foreign_fault_reaches_previous_handler);
     tcase_add_test_raise_signal(tc, foreign_fault_default_action, SIGSEGV);
     tcase_add_test_raise_signal(tc, null_dereference_default_action, SIGSEGV);
     tcase_add_test(tc, replaced_handler_is_reinstalled);
     tcase_add_test(tc, replaced_handler_switches_off);
-    suite_add_tcase(s, tc);
     return s;
 }
 

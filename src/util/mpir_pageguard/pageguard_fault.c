@@ -169,17 +169,10 @@ static void release_touched(MPIR_Pageguard_region_t * r, int k, size_t page)
 {
     size_t ps = MPII_pageguard.pagesize;
     size_t first = page, last = page;
-    if (k >= 0) {
-        uintptr_t lo = r->base + r->sub_off[k];
-        uintptr_t hi = lo + r->sub_len[k];
-        if (lo < r->guard_lo)
-            lo = r->guard_lo;
-        if (hi > r->guard_hi)
-            hi = r->guard_hi;
-        if (lo < hi) {
-            first = (lo - r->gbase) / ps;
-            last = (hi - 1 - r->gbase) / ps;
-        }
+    if (k >= 0 && !MPII_Pageguard_pages_of(r, r->base + r->sub_off[k],
+                                           r->base + r->sub_off[k] + r->sub_len[k], &first,
+                                           &last)) {
+        first = last = page;
     }
     MPII_Pageguard_mprotect(r->gbase + first * ps, (last - first + 1) * ps,
                             PROT_READ | PROT_WRITE);

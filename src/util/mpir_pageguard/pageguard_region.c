@@ -41,8 +41,8 @@ static int valid_ranges(size_t len, int nsub, const size_t * off, const size_t *
 }
 
 /* Pages of the span [gbase, ...) that bytes [lo, hi) of the buffer touch, clipped to the
- * guardable whole pages. Returns 0 when none. */
-static int guarded_pages_of(const MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi,
+ * guardable whole pages. Returns 0 when none. Async-signal-safe (used by the handler). */
+int MPII_Pageguard_pages_of(const MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi,
                             size_t * first, size_t * last)
 {
     size_t ps = MPII_pageguard.pagesize;
@@ -118,16 +118,20 @@ static void count_refusal(int rc)
     pthread_mutex_unlock(&MPII_pageguard.lock);
 }
 
-static void return_slot_and_budget(MPIR_Pageguard_region_t * r)
+/* Hide the region from the handler, wait until no handler looks at it, give back its slot and
+ * its share of the mapping budget. */
+static void retire_slot(MPIR_Pageguard_region_t * r)
 {
+    atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_DYING);
+    while (atomic_load(&MPII_pageguard.slots[r->slot].users) > 0)
+        sched_yield();
+
     pthread_mutex_lock(&MPII_pageguard.lock);
     MPII_pageguard.maps_in_use -= r->maps_reserved;
     r->maps_reserved = 0;
-    if (r->slot >= 0) {
-        MPII_pageguard.slots[r->slot].region = NULL;
-        atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_FREE);
-        r->slot = -1;
-    }
+    MPII_pageguard.slots[r->slot].region = NULL;
+    atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_FREE);
+    r->slot = -1;
     pthread_mutex_unlock(&MPII_pageguard.lock);
 }
 
@@ -203,8 +207,8 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
         nonempty++;
         if (flags & MPIR_PAGEGUARD_TRACE)
             atomic_store(&r->sub_done[k], 1);
-        if (!guarded_pages_of(r, base + sub_off[k], base + sub_off[k] + sub_len[k], &first,
-                              &last))
+        if (!MPII_Pageguard_pages_of(r, base + sub_off[k], base + sub_off[k] + sub_len[k],
+                                     &first, &last))
             continue;
         for (size_t p = first; p <= last; p++) {
             r->page_pending[p] += !(flags & MPIR_PAGEGUARD_TRACE);
@@ -293,10 +297,7 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
   fn_undo:
     /* Nothing has been written yet: opening every page again restores the buffer. */
     protect_runs(r, MPII_PAGE_GUARDED, PROT_READ | PROT_WRITE, &done_runs);
-    atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_DYING);
-    while (atomic_load(&MPII_pageguard.slots[r->slot].users) > 0)
-        sched_yield();
-    return_slot_and_budget(r);
+    retire_slot(r);
   fn_fail:
     count_refusal(rc);
     if (r)
@@ -362,7 +363,7 @@ int MPIR_Pageguard_complete(MPIR_Pageguard_region_t * r, int k)
     atomic_store(&r->sub_done[k], 1);
 
     size_t first, last;
-    if (!guarded_pages_of(r, lo, hi, &first, &last))
+    if (!MPII_Pageguard_pages_of(r, lo, hi, &first, &last))
         goto fn_exit;
     for (size_t p = first; p <= last; p++)
         r->page_pending[p]--;
@@ -429,10 +430,7 @@ int MPIR_Pageguard_unregister(MPIR_Pageguard_region_t * r)
     }
     pthread_mutex_unlock(&r->lock);
 
-    atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_DYING);
-    while (atomic_load(&MPII_pageguard.slots[r->slot].users) > 0)
-        sched_yield();
-    return_slot_and_budget(r);
+    retire_slot(r);
     free_region(r);
     return MPIR_PAGEGUARD_OK;
 }
