@@ -566,6 +566,44 @@ START_TEST(stack_buffer)
 }
 END_TEST
 
+static _Atomic int before_wait_calls;
+static void count_before_wait(void *addr)
+{
+    before_wait_calls++;
+}
+
+START_TEST(guarded_pages_count_and_touch)
+{
+    /* re-initialise with a before_wait callback */
+    MPIR_Pageguard_finalize();
+    MPIR_Pageguard_config_t cfg = {.before_wait = count_before_wait };
+    ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
+    char *mem = map_pages(8);
+    split(8 * ps, 4, test_off, test_len);
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 8 * ps, 4, test_off, test_len,
+                                             MPIR_PAGEGUARD_RECV, 0, &r), MPIR_PAGEGUARD_OK);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(mem, 8 * ps, MPIR_PAGEGUARD_COUNT), 8);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(mem + ps + 1, 1, MPIR_PAGEGUARD_COUNT), 1);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(mem + 8 * ps, ps, MPIR_PAGEGUARD_COUNT), 0);
+    ck_assert_int_eq(MPIR_Pageguard_waiting(), 0);
+
+    struct completer c = { r, 4, 20, NULL, 'a' };
+    pthread_t t;
+    pthread_create(&t, NULL, complete_later, &c);
+    /* a write touch of the last sub-message's pages waits until they are released (both at
+     * once: the second is found released after the first touch) */
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(mem + 6 * ps, 2 * ps,
+                                                   MPIR_PAGEGUARD_TOUCH_WRITE), 1);
+    ck_assert(readable(mem + 7 * ps));
+    ck_assert_int_eq(mem[7 * ps], 'a' + 3);     /* the touch did not change the data */
+    ck_assert_int_ge(before_wait_calls, 1);
+    pthread_join(t, NULL);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(mem, 8 * ps, MPIR_PAGEGUARD_COUNT), 0);
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
 /* Every test case gets a fresh module (fixture) and room for the thread tests. */
 static TCase *guarded_tcase(Suite * s, const char *name)
 {
@@ -595,6 +633,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, send_guard_blocks_writes_not_reads);
     tcase_add_test(tc, abandoned_region_wakes_waiters);
     tcase_add_test(tc, many_threads_fault_at_once);
+    tcase_add_test(tc, guarded_pages_count_and_touch);
 
     tc = guarded_tcase(s, "chaining");
     tcase_add_test(tc, foreign_fault_reaches_previous_handler);

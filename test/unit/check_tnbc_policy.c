@@ -92,6 +92,7 @@ static MPIR_Tnbc_call_facts_t eligible_alltoall(void)
     MPIR_Tnbc_call_facts_t f = {
         .coll = MPIR_TNBC_COLL_ALLTOALL,
         .ready = 1,
+        .size_is_global = 1,
         .largest_submsg_bytes = 1 << 20,
     };
     return f;
@@ -119,17 +120,17 @@ START_TEST(decide_each_reason)
     f.is_intercomm = 1;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_INTERCOMM);
     f = eligible_alltoall();
-    f.in_place = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_IN_PLACE);
+    f.internal = 1;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_INTERNAL);
     f = eligible_alltoall();
     f.device_buffer = 1;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DEVICE_BUFFER);
     f = eligible_alltoall();
-    f.noncontig = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NONCONTIG);
-    f = eligible_alltoall();
     f.largest_submsg_bytes = 4095;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
+    /* a size that differs between processes never changes the path (matching protocols) */
+    f.size_is_global = 0;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
 }
 END_TEST
 
@@ -150,8 +151,8 @@ START_TEST(decide_order)
     /* A call with every problem reports the first in the documented order. */
     MPIR_Tnbc_policy_t p = open_policy();
     MPIR_Tnbc_call_facts_t f = {
-        .coll = MPIR_TNBC_COLL_BCAST, .ready = 0, .is_intercomm = 1, .in_place = 1,
-        .device_buffer = 1, .noncontig = 1, .largest_submsg_bytes = 0,
+        .coll = MPIR_TNBC_COLL_BCAST, .ready = 0, .internal = 1, .is_intercomm = 1,
+        .device_buffer = 1, .size_is_global = 1, .largest_submsg_bytes = 0,
     };
     p.enabled_colls &= ~BIT(BCAST);
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DISABLED);
@@ -161,14 +162,12 @@ START_TEST(decide_order)
     p.supported_colls |= BIT(BCAST);
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NOT_READY);
     f.ready = 1;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_INTERNAL);
+    f.internal = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_INTERCOMM);
     f.is_intercomm = 0;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_IN_PLACE);
-    f.in_place = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DEVICE_BUFFER);
     f.device_buffer = 0;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NONCONTIG);
-    f.noncontig = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
 }
 END_TEST

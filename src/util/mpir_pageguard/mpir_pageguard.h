@@ -59,6 +59,9 @@ typedef struct {
     size_t map_budget;          /* extra kernel mappings we may cause; 0: derive from
                                  * /proc/sys/vm/max_map_count */
     MPIR_Pageguard_on_replaced_t on_replaced;
+    /* Called in the handler before a thread waits for a guarded page (may be NULL). A thread
+     * that must not wait -- it holds a lock the progress side needs -- is stopped there. */
+    void (*before_wait) (void *addr);
 } MPIR_Pageguard_config_t;
 
 /* Region flags */
@@ -113,6 +116,20 @@ int MPIR_Pageguard_all_released(MPIR_Pageguard_region_t * region);
  * CLOCK_MONOTONIC time in ns. */
 void MPIR_Pageguard_first_touch(MPIR_Pageguard_region_t * region, int k, int *order,
                                 uint64_t * time_ns);
+
+/* Threads waiting in the handler right now (the progress side polls harder while any do). */
+int MPIR_Pageguard_waiting(void);
+
+/* Guarded pages in [addr, addr + len). With READ or WRITE, each one is touched that way first
+ * -- for code about to let the kernel or a library access user memory, e.g. before a system
+ * call -- so the calling thread waits in the handler until the page is released (a read does
+ * not wait for a read-only send page). Lock-free; returns the number of guarded pages found. */
+typedef enum {
+    MPIR_PAGEGUARD_COUNT,
+    MPIR_PAGEGUARD_TOUCH_READ,
+    MPIR_PAGEGUARD_TOUCH_WRITE
+} MPIR_Pageguard_touch_t;
+size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard_touch_t touch);
 
 /* Remove the region. With pages still protected (an abandoned operation) they are made
  * accessible first and waiters are woken; their content is then undefined. */

@@ -195,7 +195,10 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
         release_touched(r, k, page);
         return;
     }
+    if (MPII_pageguard.config.before_wait)
+        MPII_pageguard.config.before_wait((void *) addr);
     uint64_t t0 = MPII_Pageguard_now_ns();
+    atomic_fetch_add(&MPII_pageguard.waiting, 1);
     atomic_fetch_add(&r->waiters, 1);
     while (atomic_load(&r->page_state[page]) != MPII_PAGE_RELEASED) {
         unsigned int seq = atomic_load(&r->seq);
@@ -204,6 +207,7 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
         futex_wait(&r->seq, seq);
     }
     atomic_fetch_sub(&r->waiters, 1);
+    atomic_fetch_sub(&MPII_pageguard.waiting, 1);
     atomic_fetch_add(&MPII_pageguard.stall_ns, MPII_Pageguard_now_ns() - t0);
 }
 
@@ -244,4 +248,45 @@ static void handler(int sig, siginfo_t * info, void *uctx)
     }
     chain(sig, info, uctx);
     errno = saved_errno;
+}
+
+int MPIR_Pageguard_waiting(void)
+{
+    return atomic_load(&MPII_pageguard.waiting);
+}
+
+size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard_touch_t touch)
+{
+    uintptr_t lo = (uintptr_t) addr, hi = lo + len;
+    size_t ps = MPII_pageguard.pagesize, found = 0;
+
+    if (len == 0 || !atomic_load(&MPII_pageguard.on))
+        return 0;
+    for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
+        MPII_Pageguard_slot_t *slot = &MPII_pageguard.slots[i];
+        if (atomic_load(&slot->state) != MPII_SLOT_ACTIVE)
+            continue;
+        atomic_fetch_add(&slot->users, 1);
+        MPIR_Pageguard_region_t *r = slot->region;
+        uintptr_t rend = r->gbase + r->npages * ps;
+        if (atomic_load(&slot->state) == MPII_SLOT_ACTIVE && lo < rend && hi > r->gbase &&
+            atomic_load(&r->unreleased) > 0) {
+            size_t first = (lo > r->gbase ? lo - r->gbase : 0) / ps;
+            size_t last = ((hi < rend ? hi : rend) - r->gbase - 1) / ps;
+            for (size_t p = first; p <= last; p++) {
+                if (atomic_load(&r->page_state[p]) != MPII_PAGE_GUARDED)
+                    continue;
+                found++;
+                /* the fault handler waits for the page; a no-op atomic add is a write access
+                 * that cannot lose a concurrent store of another thread */
+                volatile unsigned char *b = (unsigned char *) (r->gbase + p * ps);
+                if (touch == MPIR_PAGEGUARD_TOUCH_WRITE)
+                    __atomic_fetch_add((unsigned char *) b, 0, __ATOMIC_RELAXED);
+                else if (touch == MPIR_PAGEGUARD_TOUCH_READ)
+                    (void) *b;
+            }
+        }
+        atomic_fetch_sub(&slot->users, 1);
+    }
+    return found;
 }

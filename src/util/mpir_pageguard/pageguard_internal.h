@@ -72,6 +72,7 @@ typedef struct {
     struct sigaction previous;  /* the handler we chain to */
     _Atomic unsigned long faults, foreign_faults, replaced, mprotect_calls;
     _Atomic uint64_t stall_ns;
+    _Atomic int waiting;        /* threads waiting in the handler */
     unsigned long regions, refused_budget, refused_nomem, refused_landing, refused_other;
 } MPII_Pageguard_global_t;
 

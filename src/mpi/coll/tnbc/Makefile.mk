@@ -8,12 +8,20 @@
 AM_CPPFLAGS += -I$(top_srcdir)/src/mpi/coll/tnbc
 
 mpi_core_sources += \
+    src/mpi/coll/tnbc/tnbc_alltoall.c \
+    src/mpi/coll/tnbc/tnbc_bcast.c \
     src/mpi/coll/tnbc/tnbc_entry.c \
     src/mpi/coll/tnbc/tnbc_init.c \
+    src/mpi/coll/tnbc/tnbc_op.c \
     src/mpi/coll/tnbc/tnbc_policy.c \
-    src/mpi/coll/tnbc/tnbc_stats.c
+    src/mpi/coll/tnbc/tnbc_progress.c \
+    src/mpi/coll/tnbc/tnbc_sched.c \
+    src/mpi/coll/tnbc/tnbc_stats.c \
+    src/mpi/coll/tnbc/tnbc_syscalls.c
 
 noinst_HEADERS += \
+    src/include/mpir_tnbc.h \
     src/mpi/coll/include/tnbc.h \
     src/mpi/coll/tnbc/tnbc_impl.h \
-    src/mpi/coll/tnbc/tnbc_policy.h
+    src/mpi/coll/tnbc/tnbc_policy.h \
+    src/mpi/coll/tnbc/tnbc_sched.h

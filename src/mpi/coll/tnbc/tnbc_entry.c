@@ -4,57 +4,81 @@
  */
 
 /* Entry points called by the prologue that maint/gen_coll.py emits in every blocking MPIR_<Coll>
- * (see maint/patches). Each one describes its call and offers it to the family; a collective
- * whose schedule builder has not landed is declined, and the stock path runs unchanged. */
+ * (see maint/patches). Each one first settles the buffers it is given (the stock path must not
+ * fault on the guards of an earlier collective), then describes its call and offers it to the
+ * family. The collectives with a schedule builder live in their own files (tnbc_alltoall.c,
+ * tnbc_bcast.c); the rest are declined here and the stock path runs unchanged. */
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
 
-int MPII_Tnbc_offer(const MPIR_Tnbc_call_facts_t * facts, int *handled)
+MPIR_Tnbc_decision_t MPII_Tnbc_decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr)
 {
-    MPIR_Tnbc_call_facts_t f = *facts;
-
+    /* The prologue runs for MPICH's own calls of MPIR_<Coll> as well; only the binding of
+     * the application's call marks it. */
+    facts->internal = !MPIR_Tnbc_user_coll;
+    MPIR_Tnbc_user_coll = 0;
     /* Internal collectives during MPI_Init or MPI_Finalize read their results at once. */
-    f.ready = (MPL_atomic_load_int(&MPIR_Process.mpich_state) == MPICH_MPI_STATE__INITIALIZED);
+    facts->ready = (MPL_atomic_load_int(&MPIR_Process.mpich_state) ==
+                    MPICH_MPI_STATE__INITIALIZED);
+    facts->is_intercomm = (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM);
+#ifdef MPL_HAVE_GPU
+    /* any buffer may be device memory, and we would not know which process has one */
+    facts->device_buffer = MPIR_CVAR_ENABLE_GPU;
+#else
+    facts->device_buffer = 0;   /* built without GPU support: host memory only */
+#endif
 
-    MPIR_Tnbc_decision_t decision = MPIR_Tnbc_decide(&MPII_Tnbc_policy, &f);
-    MPII_Tnbc_stats_count(f.coll, decision);
+    MPIR_Tnbc_decision_t decision = MPIR_Tnbc_decide(&MPII_Tnbc_policy, facts);
+    MPII_Tnbc_stats_count(facts->coll, decision);
+    return decision;
+}
 
-    /* No builder accepts yet (MPII_Tnbc_policy.supported_colls is empty). */
+int MPII_Tnbc_offer(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr, int *handled)
+{
+    /* No builder for these collectives yet (not in MPII_Tnbc_policy.supported_colls). */
+    MPIR_Tnbc_decision_t decision ATTRIBUTE((unused)) = MPII_Tnbc_decide(facts, comm_ptr);
     MPIR_Assert(decision != MPIR_TNBC_ACCEPT);
     *handled = 0;
     return MPI_SUCCESS;
-}
-
-int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
-                    MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_BCAST };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
 }
 
 int MPIR_Tnbc_Gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void *recvbuf,
                      MPI_Aint recvcount, MPI_Datatype recvtype, int root, MPIR_Comm * comm_ptr,
                      MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_GATHER };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE(sendbuf, sendcount, sendtype);
+    MPII_TNBC_SETTLE(recvbuf, recvcount * MPII_Tnbc_peers(comm_ptr), recvtype);
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void *recvbuf,
                       const MPI_Aint recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                       int root, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_GATHERV };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE_ALL();
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void *recvbuf,
                       MPI_Aint recvcount, MPI_Datatype recvtype, int root, MPIR_Comm * comm_ptr,
                       MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_SCATTER };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE(sendbuf, sendcount * MPII_Tnbc_peers(comm_ptr), sendtype);
+    MPII_TNBC_SETTLE(recvbuf, recvcount, recvtype);
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Scatterv(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint displs[],
@@ -62,16 +86,25 @@ int MPIR_Tnbc_Scatterv(const void *sendbuf, const MPI_Aint sendcounts[], const M
                        MPI_Datatype recvtype, int root, MPIR_Comm * comm_ptr,
                        MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_SCATTERV };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE_ALL();
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                         void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                         MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLGATHER };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE(sendbuf, sendcount, sendtype);
+    MPII_TNBC_SETTLE(recvbuf, recvcount * MPII_Tnbc_peers(comm_ptr), recvtype);
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
@@ -79,25 +112,12 @@ int MPIR_Tnbc_Allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype s
                          MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
                          int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLGATHERV };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
-}
-
-int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                       void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                       MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLTOALL };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
-}
-
-int MPIR_Tnbc_Alltoallv(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint sdispls[],
-                        MPI_Datatype sendtype, void *recvbuf, const MPI_Aint recvcounts[],
-                        const MPI_Aint rdispls[], MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
-                        MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLTOALLV };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE_ALL();
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Alltoallw(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint sdispls[],
@@ -105,62 +125,99 @@ int MPIR_Tnbc_Alltoallw(const void *sendbuf, const MPI_Aint sendcounts[], const 
                         const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                         MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLTOALLW };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE_ALL();
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
                      MPI_Op op, int root, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
                      int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_REDUCE };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE(sendbuf, count, datatype);
+    MPII_TNBC_SETTLE(recvbuf, count, datatype);
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
                         MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
                         int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLREDUCE };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE(sendbuf, count, datatype);
+    MPII_TNBC_SETTLE(recvbuf, count, datatype);
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Reduce_scatter(const void *sendbuf, void *recvbuf, const MPI_Aint recvcounts[],
                              MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm_ptr,
                              MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_REDUCE_SCATTER };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE_ALL();
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint recvcount,
                                    MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm_ptr,
                                    MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_REDUCE_SCATTER_BLOCK };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE(sendbuf, recvcount * MPII_Tnbc_peers(comm_ptr), datatype);
+    MPII_TNBC_SETTLE(recvbuf, recvcount, datatype);
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Scan(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
                    MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_SCAN };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE(sendbuf, count, datatype);
+    MPII_TNBC_SETTLE(recvbuf, count, datatype);
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Exscan(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
                      MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_EXSCAN };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE(sendbuf, count, datatype);
+    MPII_TNBC_SETTLE(recvbuf, count, datatype);
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Neighbor_allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                                  void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                                  MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_NEIGHBOR_ALLGATHER };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE_ALL();
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Neighbor_allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
@@ -168,16 +225,24 @@ int MPIR_Tnbc_Neighbor_allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_D
                                   const MPI_Aint displs[], MPI_Datatype recvtype,
                                   MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_NEIGHBOR_ALLGATHERV };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE_ALL();
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Neighbor_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                                 void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                                 MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE_ALL();
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Neighbor_alltoallv(const void *sendbuf, const MPI_Aint sendcounts[],
@@ -185,8 +250,12 @@ int MPIR_Tnbc_Neighbor_alltoallv(const void *sendbuf, const MPI_Aint sendcounts[
                                  const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
                                  MPI_Datatype recvtype, MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE_ALL();
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_Neighbor_alltoallw(const void *sendbuf, const MPI_Aint sendcounts[],
@@ -195,6 +264,10 @@ int MPIR_Tnbc_Neighbor_alltoallw(const void *sendbuf, const MPI_Aint sendcounts[
                                  const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                  MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
+    int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLW };
-    return MPII_Tnbc_offer(&facts, tnbc_handled);
+    MPII_TNBC_SETTLE_ALL();
+    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
 }

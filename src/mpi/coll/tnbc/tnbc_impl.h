@@ -9,15 +9,136 @@
 #define TNBC_IMPL_H_INCLUDED
 
 #include "tnbc_policy.h"
+#include "tnbc_sched.h"
+#include "mpir_pageguard.h"
 
 /* Set by MPIR_Tnbc_init from the CVARs; read by every entry point. */
 extern MPIR_Tnbc_policy_t MPII_Tnbc_policy;
 
-/* Offer one call: decide, count the decision, and (once builders exist) start it.
+/* Decide on one call from the facts every process shares, and count the decision. */
+MPIR_Tnbc_decision_t MPII_Tnbc_decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr);
+
+/* Decide on a call of a collective without a builder: always declined.
  * *handled is set to 1 only when the call now belongs to T-NBC. */
-int MPII_Tnbc_offer(const MPIR_Tnbc_call_facts_t * facts, int *handled);
+int MPII_Tnbc_offer(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr, int *handled);
+
+/* Peers a rank may exchange with: enough to bound a buffer on either kind of communicator. */
+#define MPII_Tnbc_peers(comm_ptr_) MPL_MAX((comm_ptr_)->local_size, (comm_ptr_)->remote_size)
+
+/* Settle the buffers of a call before anything else reads or writes them (entry points). */
+#define MPII_TNBC_SETTLE(buf_, count_, datatype_)                               \
+    do {                                                                        \
+        if (MPIR_Tnbc_ops_in_flight) {                                          \
+            mpi_errno = MPIR_Tnbc_settle_buf(buf_, count_, datatype_);          \
+            MPIR_ERR_CHECK(mpi_errno);                                          \
+        }                                                                       \
+    } while (0)
+#define MPII_TNBC_SETTLE_ALL()                                                  \
+    do {                                                                        \
+        if (MPIR_Tnbc_ops_in_flight) {                                          \
+            mpi_errno = MPIR_Tnbc_settle_all();                                 \
+            MPIR_ERR_CHECK(mpi_errno);                                          \
+        }                                                                       \
+    } while (0)
+
 
 void MPII_Tnbc_stats_count(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_decision_t decision);
-int MPII_Tnbc_stats_report(void *unused);
+
+/* ---- operations (tnbc_op.c) ---- */
+
+typedef enum {
+    MPII_TNBC_RECV_NONE,        /* nothing to receive */
+    MPII_TNBC_RECV_GUARDED,     /* user buffer behind page guards: data lands from staging */
+    MPII_TNBC_RECV_PLAIN,       /* straight into the user buffer; the call waits */
+    MPII_TNBC_RECV_PACKED       /* into a temporary buffer; the caller waits and unpacks */
+} MPII_Tnbc_recv_mode_t;
+
+typedef enum {
+    MPII_TNBC_SEND_NONE,
+    MPII_TNBC_SEND_GUARDED,     /* user buffer read-only until sent; edge pieces copied */
+    MPII_TNBC_SEND_COPY,        /* private copy */
+    MPII_TNBC_SEND_PLAIN        /* straight from the user buffer; the call waits */
+} MPII_Tnbc_send_mode_t;
+
+/* What an entry point hands to MPII_Tnbc_op_start. */
+typedef struct {
+    MPIR_Tnbc_coll_t coll;
+    MPIR_Comm *comm;
+    MPIR_Tnbc_sched_t sched;    /* finished; the operation takes it over */
+    void *recv_user;            /* user address of receive offset 0 (contiguous layout) */
+    const void *send_user;      /* user address of send offset 0 (contiguous layout) */
+    void *send_packed;          /* or: an already packed send space (malloc'd, taken over) */
+    int recv_packed;            /* receive into a temporary buffer (caller unpacks) */
+    int small;                  /* this process's pieces are below the threshold */
+} MPII_Tnbc_start_t;
+
+typedef struct MPII_Tnbc_op {
+    struct MPII_Tnbc_op *next;
+    MPIR_Tnbc_coll_t coll;
+    MPIR_Comm *comm;
+    int tag;
+    MPIR_Tnbc_sched_t sched;
+    MPIR_Request **req;         /* per entry */
+    unsigned char *state;       /* per entry: MPII_TNBC_ENTRY_* */
+    int ndone;
+    int detached;               /* returned early: the progress engine frees it */
+    MPIR_Tnbc_outcome_t outcome;
+
+    MPII_Tnbc_recv_mode_t recv_mode;
+    char *recv_user, *recv_base, *recv_tmp;
+    MPIR_Pageguard_region_t *recv_region;
+
+    MPII_Tnbc_send_mode_t send_mode;
+    const char *send_user;
+    char *send_copy;            /* COPY: whole send space; GUARDED: edge pieces */
+    const char **send_src;      /* per send sub-message: where its bytes are read */
+    int *send_left;             /* per send sub-message: sends still running */
+    MPIR_Pageguard_region_t *send_region;
+
+    int error;                  /* an MPI error code seen after the call returned */
+    uint64_t t_start_ns;
+} MPII_Tnbc_op_t;
+
+int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op);
+int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress);
+int MPII_Tnbc_op_is_done(const MPII_Tnbc_op_t * op);
+int MPII_Tnbc_op_sync_done(const MPII_Tnbc_op_t * op);
+int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op);
+/* A datatype whose count elements are one plain byte range starting at the buffer. */
+static inline int MPII_Tnbc_is_flat(MPI_Datatype type)
+{
+    int contig;
+    MPI_Aint true_lb, true_extent, extent, size;
+
+    MPIR_Datatype_is_contig(type, &contig);
+    if (!contig)
+        return 0;
+    MPIR_Type_get_true_extent_impl(type, &true_lb, &true_extent);
+    MPIR_Datatype_get_extent_macro(type, extent);
+    MPIR_Datatype_get_size_macro(type, size);
+    return true_lb == 0 && extent == size;
+}
+
+/* Start an operation and return early when it may; otherwise wait for it here. On return,
+ * *op is NULL when the engine owns the operation, else the caller unpacks and frees it. */
+int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op);
+
+/* ---- progress (tnbc_progress.c): everything below runs under the global lock ---- */
+
+int MPII_Tnbc_engine_start(void);       /* page guards, progress hook, helper thread */
+int MPII_Tnbc_engine_finalize(void);
+int MPII_Tnbc_watch_unmaps(void);      /* tnbc_syscalls.c: 1 when UCX reports unmaps */
+void MPII_Tnbc_engine_add(MPII_Tnbc_op_t * op);
+int MPII_Tnbc_wait_op(MPII_Tnbc_op_t * op, int sync_only);
+/* wait until no guarded page remains in [addr, addr + len) */
+int MPII_Tnbc_settle_range(const void *addr, size_t len);
+uint64_t MPII_Tnbc_now_ns(void);
+
+/* ---- statistics (tnbc_stats.c) ---- */
+void MPII_Tnbc_stats_outcome(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_outcome_t outcome,
+                             int nsub, size_t bytes, uint64_t in_call_ns);
+void MPII_Tnbc_stats_op_done(uint64_t lifetime_ns, int error);
+void MPII_Tnbc_stats_helper(uint64_t cpu_ns, uint64_t polls, uint64_t sleeps);
+int MPII_Tnbc_stats_reduce_and_print(void);
 
 #endif /* TNBC_IMPL_H_INCLUDED */

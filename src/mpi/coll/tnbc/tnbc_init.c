@@ -56,8 +56,10 @@ cvars:
 
 MPIR_Tnbc_policy_t MPII_Tnbc_policy;
 
-/* Collectives with a T-NBC schedule builder. None yet: every call is declined. */
-#define MPII_TNBC_SUPPORTED_COLLS 0
+/* Collectives with a T-NBC schedule builder. */
+#define MPII_TNBC_SUPPORTED_COLLS (MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLTOALL) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLTOALLV) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_BCAST))
 
 int MPIR_Tnbc_init(void)
 {
@@ -77,8 +79,6 @@ int MPIR_Tnbc_init(void)
     MPII_Tnbc_policy.supported_colls = MPII_TNBC_SUPPORTED_COLLS;
     MPII_Tnbc_policy.min_bytes = (size_t) MPIR_CVAR_TNBC_MIN_BYTES;
 
-    /* High priority: runs while MPI is still fully usable (before MPID_Finalize). */
-    MPIR_Add_finalize(MPII_Tnbc_stats_report, NULL, MPIR_FINALIZE_CALLBACK_PRIO + 1);
 
   fn_exit:
     return mpi_errno;
@@ -88,5 +88,6 @@ int MPIR_Tnbc_init(void)
 
 int MPIR_Tnbc_finalize(void)
 {
-    return MPI_SUCCESS;
+    /* the operations were drained and the helper stopped by MPIR_Tnbc_finalize_drain */
+    return MPII_Tnbc_engine_finalize();
 }

@@ -38,12 +38,26 @@ static const char *const decision_names[MPIR_TNBC_DECISION_COUNT] = {
     [MPIR_TNBC_DECLINE_DISABLED] = "disabled by MPIR_CVAR_TNBC_COLLECTIVES",
     [MPIR_TNBC_DECLINE_UNSUPPORTED] = "collective not supported yet",
     [MPIR_TNBC_DECLINE_NOT_READY] = "MPI not initialized",
+    [MPIR_TNBC_DECLINE_INTERNAL] = "MPICH-internal call",
     [MPIR_TNBC_DECLINE_INTERCOMM] = "intercommunicator",
-    [MPIR_TNBC_DECLINE_IN_PLACE] = "MPI_IN_PLACE",
-    [MPIR_TNBC_DECLINE_DEVICE_BUFFER] = "device (GPU) buffer",
-    [MPIR_TNBC_DECLINE_NONCONTIG] = "non-contiguous datatype",
+    [MPIR_TNBC_DECLINE_DEVICE_BUFFER] = "GPU support on (device buffers)",
     [MPIR_TNBC_DECLINE_SMALL] = "below MPIR_CVAR_TNBC_MIN_BYTES",
 };
+
+static const char *const outcome_names[MPIR_TNBC_OUTCOME_COUNT] = {
+    [MPIR_TNBC_EARLY] = "returned early",
+    [MPIR_TNBC_SYNC_SMALL] = "waited in call: pieces below MPIR_CVAR_TNBC_MIN_BYTES",
+    [MPIR_TNBC_SYNC_PACKED] = "waited in call: derived datatype or overlapping ranges",
+    [MPIR_TNBC_SYNC_GUARD] = "waited in call: page guards refused",
+    [MPIR_TNBC_SYNC_NOMEM] = "waited in call: no memory for a send copy",
+};
+
+const char *MPIR_Tnbc_outcome_name(MPIR_Tnbc_outcome_t outcome)
+{
+    if ((unsigned) outcome >= MPIR_TNBC_OUTCOME_COUNT)
+        return "unknown";
+    return outcome_names[outcome];
+}
 
 const char *MPIR_Tnbc_coll_name(MPIR_Tnbc_coll_t coll)
 {
@@ -131,16 +145,16 @@ MPIR_Tnbc_decision_t MPIR_Tnbc_decide(const MPIR_Tnbc_policy_t * policy,
         return MPIR_TNBC_DECLINE_UNSUPPORTED;
     if (!facts->ready)
         return MPIR_TNBC_DECLINE_NOT_READY;
+    if (facts->internal)
+        return MPIR_TNBC_DECLINE_INTERNAL;
     if (facts->is_intercomm)
         return MPIR_TNBC_DECLINE_INTERCOMM;
-    if (facts->in_place)
-        return MPIR_TNBC_DECLINE_IN_PLACE;
     if (facts->device_buffer)
         return MPIR_TNBC_DECLINE_DEVICE_BUFFER;
-    if (facts->noncontig)
-        return MPIR_TNBC_DECLINE_NONCONTIG;
-    /* Protecting and faulting costs more than it hides on small pieces (research brief §1). */
-    if (facts->largest_submsg_bytes < policy->min_bytes || facts->largest_submsg_bytes == 0)
+    /* Protecting and faulting costs more than it hides on small pieces (research brief §1).
+     * Only a size every process sees alike may send the call to the stock algorithms. */
+    if (facts->size_is_global &&
+        (facts->largest_submsg_bytes < policy->min_bytes || facts->largest_submsg_bytes == 0))
         return MPIR_TNBC_DECLINE_SMALL;
     return MPIR_TNBC_ACCEPT;
 }

@@ -46,22 +46,33 @@ typedef enum {
     MPIR_TNBC_DECLINE_DISABLED,         /* excluded by MPIR_CVAR_TNBC_COLLECTIVES */
     MPIR_TNBC_DECLINE_UNSUPPORTED,      /* no T-NBC schedule builder for this collective yet */
     MPIR_TNBC_DECLINE_NOT_READY,        /* outside MPI_Init..MPI_Finalize, or T-NBC switched off */
+    MPIR_TNBC_DECLINE_INTERNAL,         /* MPICH's own call (e.g. in MPI_Comm_split) */
     MPIR_TNBC_DECLINE_INTERCOMM,
-    MPIR_TNBC_DECLINE_IN_PLACE,
-    MPIR_TNBC_DECLINE_DEVICE_BUFFER,    /* GPU or other non-host memory */
-    MPIR_TNBC_DECLINE_NONCONTIG,        /* derived datatype with holes */
+    MPIR_TNBC_DECLINE_DEVICE_BUFFER,    /* GPU support is on: buffers may be device memory */
     MPIR_TNBC_DECLINE_SMALL,            /* no sub-message reaches MPIR_CVAR_TNBC_MIN_BYTES */
     MPIR_TNBC_DECISION_COUNT
 } MPIR_Tnbc_decision_t;
+
+/* How a handled call completed. The decision above uses only facts that are the same on every
+ * process (the wire protocol must match); these outcomes are local: a process that cannot
+ * return early runs the same schedule and waits for it inside the call. */
+typedef enum {
+    MPIR_TNBC_EARLY = 0,                /* returned early */
+    MPIR_TNBC_SYNC_SMALL,               /* this process's pieces are below the threshold */
+    MPIR_TNBC_SYNC_PACKED,              /* derived datatype or overlapping ranges: packed */
+    MPIR_TNBC_SYNC_GUARD,               /* page guards refused (budget, no whole page, ...) */
+    MPIR_TNBC_SYNC_NOMEM,               /* no memory for a copy of the send buffer */
+    MPIR_TNBC_OUTCOME_COUNT
+} MPIR_Tnbc_outcome_t;
 
 /* What the entry point learnt about one call. */
 typedef struct {
     MPIR_Tnbc_coll_t coll;
     int ready;
+    int internal;               /* not called by the application: results are read at once */
     int is_intercomm;
-    int in_place;
     int device_buffer;
-    int noncontig;
+    int size_is_global;         /* largest_submsg_bytes is the same on every process */
     size_t largest_submsg_bytes;        /* largest piece this rank moves to or from one peer */
 } MPIR_Tnbc_call_facts_t;
 
@@ -73,6 +84,7 @@ typedef struct {
 
 const char *MPIR_Tnbc_coll_name(MPIR_Tnbc_coll_t coll);
 const char *MPIR_Tnbc_decision_name(MPIR_Tnbc_decision_t decision);
+const char *MPIR_Tnbc_outcome_name(MPIR_Tnbc_outcome_t outcome);
 
 /* Parse a collective list such as "all", "none", "alltoall,bcast" or "all,-bcast" (case and
  * blanks ignored; later items override earlier ones). Returns 0 and sets *mask, or -1 with the

@@ -3,8 +3,15 @@
  *     See COPYRIGHT in top-level directory
  */
 
+/* Statistics of the T-NBC family: per collective, what was declined (and why) and how handled
+ * calls completed; sub-messages, bytes, time inside the calls; faults and stall time from the
+ * page guards; the helper thread's CPU time. Printed at MPI_Finalize with
+ * MPIR_CVAR_TNBC_STATS: one line per process, and the job-wide sums from rank 0. */
+
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
+
+#include <inttypes.h>
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -12,53 +19,136 @@
 cvars:
     - name        : MPIR_CVAR_TNBC_STATS
       category    : TNBC
-      type        : boolean
-      default     : false
+      type        : int
+      default     : 0
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
-      scope       : MPI_T_SCOPE_LOCAL
+      scope       : MPI_T_SCOPE_ALL_EQ
       description : >-
-        If true, every process prints its T-NBC statistics at MPI_Finalize: per collective, the
-        calls T-NBC handled and the calls it declined, with the reason.
+        T-NBC statistics at MPI_Finalize. 0: none. 1: rank 0 prints the job-wide table (per
+        collective: handled early, waited in the call with the reason, declined with the
+        reason; sub-messages, bytes, faults, stall time in the fault handler, time inside the
+        calls, helper CPU time). 2: every process also prints its own table.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
-/* Updated under the global critical section held by every collective binding. */
-static unsigned long decisions[MPIR_TNBC_COLL_COUNT][MPIR_TNBC_DECISION_COUNT];
+/* Everything is a uint64_t counter so one reduction sums the job. Updated under the global
+ * lock (the helper's CPU time once, after it stopped). */
+enum {
+    MPII_ST_SUBS, MPII_ST_BYTES, MPII_ST_IN_CALL_NS, MPII_ST_COLL_COUNT
+};
+
+typedef struct {
+    uint64_t decisions[MPIR_TNBC_COLL_COUNT][MPIR_TNBC_DECISION_COUNT];
+    uint64_t outcomes[MPIR_TNBC_COLL_COUNT][MPIR_TNBC_OUTCOME_COUNT];
+    uint64_t coll[MPIR_TNBC_COLL_COUNT][MPII_ST_COLL_COUNT];
+    uint64_t ops_done, lifetime_ns, late_errors;
+    uint64_t helper_cpu_ns, helper_polls, helper_sleeps;
+    uint64_t faults, stall_ns, mprotect_calls, guard_refusals;
+} MPII_Tnbc_counters_t;
+
+static MPII_Tnbc_counters_t st;
 
 void MPII_Tnbc_stats_count(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_decision_t decision)
 {
-    decisions[coll][decision]++;
+    st.decisions[coll][decision]++;
 }
 
-int MPII_Tnbc_stats_report(void *unused)
+void MPII_Tnbc_stats_outcome(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_outcome_t outcome, int nsub,
+                             size_t bytes, uint64_t in_call_ns)
 {
-    if (!MPIR_CVAR_TNBC_STATS)
-        return MPI_SUCCESS;
+    st.outcomes[coll][outcome]++;
+    st.coll[coll][MPII_ST_SUBS] += nsub;
+    st.coll[coll][MPII_ST_BYTES] += bytes;
+    st.coll[coll][MPII_ST_IN_CALL_NS] += in_call_ns;
+}
 
-    int rank = MPIR_Process.rank;
-    unsigned long handled = 0, declined = 0;
+void MPII_Tnbc_stats_op_done(uint64_t lifetime_ns, int error)
+{
+    st.ops_done++;
+    st.lifetime_ns += lifetime_ns;
+    st.late_errors += (error != 0);
+}
+
+void MPII_Tnbc_stats_helper(uint64_t cpu_ns, uint64_t polls, uint64_t sleeps)
+{
+    st.helper_cpu_ns = cpu_ns;
+    st.helper_polls = polls;
+    st.helper_sleeps = sleeps;
+}
+
+static void print_table(const char *who, const MPII_Tnbc_counters_t * s)
+{
+    uint64_t early = 0, waited = 0, declined = 0;
     for (int c = 0; c < MPIR_TNBC_COLL_COUNT; c++) {
-        for (int d = 0; d < MPIR_TNBC_DECISION_COUNT; d++) {
-            if (d == MPIR_TNBC_ACCEPT)
-                handled += decisions[c][d];
-            else
-                declined += decisions[c][d];
-        }
+        for (int o = 0; o < MPIR_TNBC_OUTCOME_COUNT; o++)
+            *(o == MPIR_TNBC_EARLY ? &early : &waited) += s->outcomes[c][o];
+        for (int d = 1; d < MPIR_TNBC_DECISION_COUNT; d++)
+            declined += s->decisions[c][d];
     }
-    fprintf(stderr, "[tnbc %d] enabled=%d collectives handled=%lu declined=%lu\n", rank,
-            MPIR_CVAR_TNBC_ENABLE, handled, declined);
+    fprintf(stderr, "[tnbc %s] collectives: returned early %" PRIu64 ", waited in call %" PRIu64
+            ", declined %" PRIu64 "\n", who, early, waited, declined);
     for (int c = 0; c < MPIR_TNBC_COLL_COUNT; c++) {
-        for (int d = 0; d < MPIR_TNBC_DECISION_COUNT; d++) {
-            if (decisions[c][d] == 0)
-                continue;
-            fprintf(stderr, "[tnbc %d]   %-20s %-9s %8lu%s%s\n", rank, MPIR_Tnbc_coll_name(c),
-                    d == MPIR_TNBC_ACCEPT ? "handled" : "declined", decisions[c][d],
-                    d == MPIR_TNBC_ACCEPT ? "" : "  reason: ",
-                    d == MPIR_TNBC_ACCEPT ? "" : MPIR_Tnbc_decision_name(d));
-        }
+        const uint64_t *v = s->coll[c];
+        for (int o = 0; o < MPIR_TNBC_OUTCOME_COUNT; o++)
+            if (s->outcomes[c][o])
+                fprintf(stderr, "[tnbc %s]   %-20s %8" PRIu64 "  %s\n", who,
+                        MPIR_Tnbc_coll_name(c), s->outcomes[c][o], MPIR_Tnbc_outcome_name(o));
+        for (int d = 1; d < MPIR_TNBC_DECISION_COUNT; d++)
+            if (s->decisions[c][d])
+                fprintf(stderr, "[tnbc %s]   %-20s %8" PRIu64 "  declined: %s\n", who,
+                        MPIR_Tnbc_coll_name(c), s->decisions[c][d], MPIR_Tnbc_decision_name(d));
+        if (s->decisions[c][MPIR_TNBC_ACCEPT])
+            fprintf(stderr, "[tnbc %s]   %-20s sub-messages %" PRIu64 ", %.1f MiB, %.3f ms "
+                    "inside the calls\n", who, MPIR_Tnbc_coll_name(c), v[MPII_ST_SUBS],
+                    v[MPII_ST_BYTES] / 1048576.0, v[MPII_ST_IN_CALL_NS] / 1e6);
     }
+    if (s->ops_done || s->faults || s->helper_polls) {
+        double life_ms = s->lifetime_ns / 1e6, cpu_ms = s->helper_cpu_ns / 1e6;
+        fprintf(stderr, "[tnbc %s] background: %" PRIu64 " operations, %.3f ms in flight, "
+                "%" PRIu64 " late errors; faults %" PRIu64 ", stall %.3f ms; guard refusals %"
+                PRIu64 "; helper CPU %.3f ms (%.1f%% of in-flight time), %" PRIu64 " polls, %"
+                PRIu64 " sleeps\n", who, s->ops_done, life_ms, s->late_errors, s->faults,
+                s->stall_ns / 1e6, s->guard_refusals, cpu_ms,
+                life_ms > 0 ? 100.0 * cpu_ms / life_ms : 0.0, s->helper_polls,
+                s->helper_sleeps);
+    }
+}
+
+int MPII_Tnbc_stats_reduce_and_print(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    MPIR_Pageguard_stats_t pg;
+    static MPII_Tnbc_counters_t sum;
+
+    if (MPIR_CVAR_TNBC_STATS <= 0)
+        goto fn_exit;
+
+    MPIR_Pageguard_get_stats(&pg);
+    st.faults = pg.faults;
+    st.stall_ns = pg.stall_ns;
+    st.mprotect_calls = pg.mprotect_calls;
+    st.guard_refusals = pg.refused_budget + pg.refused_nomem + pg.refused_landing +
+        pg.refused_other;
+
+    if (MPIR_CVAR_TNBC_STATS >= 2) {
+        char who[16];
+        snprintf(who, sizeof(who), "%d", MPIR_Process.rank);
+        print_table(who, &st);
+    }
+    /* Counted before this reduction, which T-NBC declines as an internal call. */
+    MPIR_Assert(sizeof(st) % sizeof(uint64_t) == 0);
+    mpi_errno = MPIR_Reduce(&st, &sum, sizeof(st) / sizeof(uint64_t), MPI_UINT64_T, MPI_SUM, 0,
+                            MPIR_Process.comm_world, &errflag);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (MPIR_Process.rank == 0)
+        print_table("job", &sum);
     fflush(stderr);
-    return MPI_SUCCESS;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }

@@ -1,0 +1,53 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Hooks of the T-NBC family (transparent non-blocking collectives) that the generated MPI
+ * bindings call, see maint/patches. A collective that returned early still owns pieces of its
+ * buffers; before an MPI routine lets MPICH read or write user memory, the sub-messages that
+ * overlap it are completed ("settled"), so MPICH never faults on a page guard while it holds
+ * the global lock. With no early-returned collective in flight every hook is one load. */
+
+#ifndef MPIR_TNBC_H_INCLUDED
+#define MPIR_TNBC_H_INCLUDED
+
+/* Collectives in flight in this process; changed and read under the global lock. */
+extern int MPIR_Tnbc_ops_in_flight;
+
+/* Set by the binding of a blocking collective, consumed by MPIR_Tnbc_<Coll>: MPICH's own calls
+ * of MPIR_<Coll> (communicator creation, ...) read their results at once and are declined. */
+extern MPL_TLS int MPIR_Tnbc_user_coll;
+
+int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype);
+int MPIR_Tnbc_settle_all(void);
+int MPIR_Tnbc_settle_comm(MPIR_Comm * comm_ptr);
+int MPIR_Tnbc_finalize_drain(void);
+
+#define MPIR_TNBC_SETTLE_BUF(buf_, count_, datatype_)                           \
+    do {                                                                        \
+        if (unlikely(MPIR_Tnbc_ops_in_flight)) {                                \
+            mpi_errno = MPIR_Tnbc_settle_buf(buf_, count_, datatype_);          \
+            MPIR_ERR_CHECK(mpi_errno);                                          \
+        }                                                                       \
+    } while (0)
+
+#define MPIR_TNBC_SETTLE_ALL()                                                  \
+    do {                                                                        \
+        if (unlikely(MPIR_Tnbc_ops_in_flight)) {                                \
+            mpi_errno = MPIR_Tnbc_settle_all();                                 \
+            MPIR_ERR_CHECK(mpi_errno);                                          \
+        }                                                                       \
+    } while (0)
+
+#define MPIR_TNBC_SETTLE_COMM(comm_ptr_)                                        \
+    do {                                                                        \
+        if (unlikely(MPIR_Tnbc_ops_in_flight)) {                                \
+            mpi_errno = MPIR_Tnbc_settle_comm(comm_ptr_);                       \
+            MPIR_ERR_CHECK(mpi_errno);                                          \
+        }                                                                       \
+    } while (0)
+
+#define MPIR_TNBC_MARK_USER_COLL() (MPIR_Tnbc_user_coll = 1)
+
+#endif /* MPIR_TNBC_H_INCLUDED */

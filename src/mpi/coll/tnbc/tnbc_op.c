@@ -1,0 +1,368 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* One T-NBC operation: a schedule bound to its buffers, its communicator and a tag of its own.
+ * Start decides locally how the buffers are held (page guards, copy, or plain when the call
+ * waits), posts what can go, and leaves the rest to MPII_Tnbc_op_poll, which the progress
+ * engine calls under the global lock. */
+
+#include "mpiimpl.h"
+#include "tnbc_impl.h"
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_TNBC_SEND_COPY_MAX
+      category    : TNBC
+      type        : int
+      default     : 262144
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        A collective that returns early copies a send buffer of at most this many bytes and
+        makes a larger one read-only until its data has left (a write to it then waits). The
+        default is where a copy (about 0.23 ms/MiB here) starts to cost more than the guard
+        (about 45 us/MiB for the two mprotect calls); see README.tnbc.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+enum { MPII_TNBC_ENTRY_IDLE, MPII_TNBC_ENTRY_POSTED, MPII_TNBC_ENTRY_DONE };
+
+static const char *recv_space(const MPII_Tnbc_op_t * op)
+{
+    return op->recv_base;
+}
+
+/* Receive side: guard the user's pages when this process may return early. */
+static void setup_recv(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int want_early)
+{
+    MPIR_Tnbc_sched_t *s = &op->sched;
+
+    if (s->nrecv_sub == 0 || s->recv_bytes == 0) {
+        op->recv_mode = MPII_TNBC_RECV_NONE;
+        return;
+    }
+    if (args->recv_packed) {
+        op->recv_mode = MPII_TNBC_RECV_PACKED;
+        op->recv_base = op->recv_tmp = MPL_malloc(s->recv_bytes, MPL_MEM_COLL);
+        return;
+    }
+    op->recv_user = args->recv_user;
+    if (want_early) {
+        int rc = MPIR_Pageguard_register(op->recv_user, s->recv_bytes, s->nrecv_sub,
+                                         s->recv_sub_off, s->recv_sub_len, MPIR_PAGEGUARD_RECV, 0,
+                                         &op->recv_region);
+        if (rc == MPIR_PAGEGUARD_OK) {
+            op->recv_mode = MPII_TNBC_RECV_GUARDED;
+            op->recv_base = MPIR_Pageguard_staging(op->recv_region);
+            return;
+        }
+        op->outcome = MPIR_TNBC_SYNC_GUARD;
+    }
+    op->recv_mode = MPII_TNBC_RECV_PLAIN;
+    op->recv_base = op->recv_user;
+}
+
+/* Send side, once we know whether the call returns early. */
+static int setup_send(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int early)
+{
+    MPIR_Tnbc_sched_t *s = &op->sched;
+    int n = s->nsend_sub;
+
+    if (args->send_packed) {
+        op->send_mode = MPII_TNBC_SEND_COPY;
+        op->send_copy = args->send_packed;
+        args->send_packed = NULL;
+        op->send_user = op->send_copy;
+    } else if (s->send_bytes == 0 || !args->send_user) {
+        op->send_mode = MPII_TNBC_SEND_NONE;
+    } else {
+        op->send_user = args->send_user;
+        op->send_mode = MPII_TNBC_SEND_PLAIN;
+    }
+    op->send_src = MPL_calloc(n + 1, sizeof(char *), MPL_MEM_COLL);
+    op->send_left = MPL_calloc(n + 1, sizeof(int), MPL_MEM_COLL);
+    if (!op->send_src || !op->send_left)
+        return MPI_ERR_NO_MEM;
+    for (int k = 0; k < n; k++)
+        op->send_src[k] = op->send_user + s->send_sub_off[k];
+    for (int i = 0; i < s->n; i++)
+        if (s->entries[i].kind == MPIR_TNBC_SEND && s->entries[i].sub >= 0)
+            op->send_left[s->entries[i].sub]++;
+
+    /* with no send sub-message only self copies read the send space, before we return */
+    if (!early || op->send_mode != MPII_TNBC_SEND_PLAIN || n == 0)
+        return MPI_SUCCESS;
+
+    /* Returning early with the user's send buffer: guard it read-only when large, else copy. */
+    if (s->send_bytes > (size_t) MPIR_CVAR_TNBC_SEND_COPY_MAX &&
+        MPIR_Tnbc_sched_send_subs_disjoint(s) &&
+        MPIR_Pageguard_register((void *) op->send_user, s->send_bytes, n, s->send_sub_off,
+                                s->send_sub_len, MPIR_PAGEGUARD_SEND, 0,
+                                &op->send_region) == MPIR_PAGEGUARD_OK) {
+        /* pieces on the unguarded edge pages may change after we return: copy them now */
+        size_t edge = 0;
+        for (int k = 0; k < n; k++)
+            if (MPIR_Pageguard_sub_is_sync(op->send_region, k))
+                edge += s->send_sub_len[k];
+        op->send_copy = MPL_malloc(edge + 1, MPL_MEM_COLL);
+        if (!op->send_copy)
+            return MPI_ERR_NO_MEM;
+        edge = 0;
+        for (int k = 0; k < n; k++) {
+            if (!MPIR_Pageguard_sub_is_sync(op->send_region, k))
+                continue;
+            memcpy(op->send_copy + edge, op->send_src[k], s->send_sub_len[k]);
+            op->send_src[k] = op->send_copy + edge;
+            edge += s->send_sub_len[k];
+        }
+        op->send_mode = MPII_TNBC_SEND_GUARDED;
+        return MPI_SUCCESS;
+    }
+    op->send_copy = MPL_malloc(s->send_bytes, MPL_MEM_COLL);
+    if (!op->send_copy)
+        return MPI_ERR_NO_MEM;
+    memcpy(op->send_copy, op->send_user, s->send_bytes);
+    for (int k = 0; k < n; k++)
+        op->send_src[k] = op->send_copy + s->send_sub_off[k];
+    op->send_user = op->send_copy;
+    op->send_mode = MPII_TNBC_SEND_COPY;
+    return MPI_SUCCESS;
+}
+
+int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_op_t *op = MPL_calloc(1, sizeof(*op), MPL_MEM_COLL);
+    MPIR_ERR_CHKANDJUMP(!op, mpi_errno, MPI_ERR_OTHER, "**nomem");
+
+    op->coll = args->coll;
+    op->comm = args->comm;
+    MPIR_Comm_add_ref(op->comm);
+    op->sched = args->sched;
+    MPIR_Tnbc_sched_init(&args->sched);
+    op->t_start_ns = MPII_Tnbc_now_ns();
+    op->outcome = MPIR_TNBC_EARLY;
+    if (args->recv_packed)
+        op->outcome = MPIR_TNBC_SYNC_PACKED;
+    else if (args->small)
+        op->outcome = MPIR_TNBC_SYNC_SMALL;
+
+    /* every process draws the same tag: collectives start in the same order everywhere */
+    mpi_errno = MPIR_Sched_next_tag(op->comm, &op->tag);
+    MPIR_ERR_CHECK(mpi_errno);
+
+    int n = op->sched.n;
+    op->req = MPL_calloc(n + 1, sizeof(MPIR_Request *), MPL_MEM_COLL);
+    op->state = MPL_calloc(n + 1, 1, MPL_MEM_COLL);
+    MPIR_ERR_CHKANDJUMP(!op->req || !op->state, mpi_errno, MPI_ERR_OTHER, "**nomem");
+
+    setup_recv(op, args, op->outcome == MPIR_TNBC_EARLY);
+    MPIR_ERR_CHKANDJUMP(op->recv_mode == MPII_TNBC_RECV_PACKED && !op->recv_tmp, mpi_errno,
+                        MPI_ERR_OTHER, "**nomem");
+    int early = (op->outcome == MPIR_TNBC_EARLY);
+    if (setup_send(op, args, early) != MPI_SUCCESS) {
+        /* no memory for a copy: send from the user buffer and wait */
+        MPIR_ERR_CHKANDJUMP(!op->send_src || !op->send_left, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        op->outcome = MPIR_TNBC_SYNC_NOMEM;
+    }
+
+    int made;
+    mpi_errno = MPII_Tnbc_op_poll(op, &made);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    *op_out = op;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* A receive (or self copy) filled receive sub-message k. */
+static void recv_sub_done(MPII_Tnbc_op_t * op, int k)
+{
+    if (op->recv_mode == MPII_TNBC_RECV_GUARDED)
+        MPIR_Pageguard_complete(op->recv_region, k);
+}
+
+static void send_done(MPII_Tnbc_op_t * op, int k)
+{
+    if (k < 0)
+        return;
+    if (--op->send_left[k] == 0 && op->send_mode == MPII_TNBC_SEND_GUARDED)
+        MPIR_Pageguard_complete(op->send_region, k);
+}
+
+static int post_entry(MPII_Tnbc_op_t * op, int i)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Tnbc_entry_t *e = &op->sched.entries[i];
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+
+    switch (e->kind) {
+        case MPIR_TNBC_RECV:
+            mpi_errno = MPIC_Irecv((char *) recv_space(op) + e->off, e->len, MPI_BYTE, e->peer,
+                                   op->tag, op->comm, &op->req[i]);
+            break;
+        case MPIR_TNBC_SEND:{
+                const char *src = e->from_recv ? recv_space(op) + e->off : op->send_src[e->sub];
+                mpi_errno = MPIC_Isend(src, e->len, MPI_BYTE, e->peer, op->tag, op->comm,
+                                       &op->req[i], &errflag);
+                break;
+            }
+        case MPIR_TNBC_COPY:
+            memcpy((char *) recv_space(op) + e->off, op->send_user + e->src_off, e->len);
+            break;
+    }
+    MPIR_ERR_CHECK(mpi_errno);
+    op->state[i] = MPII_TNBC_ENTRY_POSTED;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static void entry_done(MPII_Tnbc_op_t * op, int i)
+{
+    MPIR_Tnbc_entry_t *e = &op->sched.entries[i];
+    op->state[i] = MPII_TNBC_ENTRY_DONE;
+    op->ndone++;
+    if (e->kind == MPIR_TNBC_SEND)
+        send_done(op, e->sub);
+    else
+        recv_sub_done(op, e->sub);
+}
+
+int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Tnbc_sched_t *s = &op->sched;
+
+    *made_progress = 0;
+    for (int j = 0; j < s->n; j++) {
+        int i = s->order[j];
+        MPIR_Tnbc_entry_t *e = &s->entries[i];
+        if (op->state[i] == MPII_TNBC_ENTRY_IDLE) {
+            if (e->after >= 0 && op->state[e->after] != MPII_TNBC_ENTRY_DONE)
+                continue;
+            mpi_errno = post_entry(op, i);
+            MPIR_ERR_CHECK(mpi_errno);
+            *made_progress = 1;
+            if (e->kind == MPIR_TNBC_COPY) {
+                entry_done(op, i);
+                continue;
+            }
+        }
+        if (op->state[i] == MPII_TNBC_ENTRY_POSTED && MPIR_Request_is_complete(op->req[i])) {
+            int err = op->req[i]->status.MPI_ERROR;
+            MPIR_Request_free(op->req[i]);
+            op->req[i] = NULL;
+            if (err != MPI_SUCCESS && !op->error)
+                op->error = err;
+            entry_done(op, i);
+            *made_progress = 1;
+        }
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    if (!op->error)
+        op->error = mpi_errno;
+    goto fn_exit;
+}
+
+int MPII_Tnbc_op_is_done(const MPII_Tnbc_op_t * op)
+{
+    return op->ndone == op->sched.n;
+}
+
+/* Everything the application may see before the call returns: the sub-messages on pages we
+ * could not guard. */
+int MPII_Tnbc_op_sync_done(const MPII_Tnbc_op_t * op)
+{
+    const MPIR_Tnbc_sched_t *s = &op->sched;
+    if (op->recv_mode != MPII_TNBC_RECV_GUARDED)
+        return MPII_Tnbc_op_is_done(op) || op->outcome == MPIR_TNBC_EARLY;
+    for (int i = 0; i < s->n; i++) {
+        const MPIR_Tnbc_entry_t *e = &s->entries[i];
+        if (e->kind != MPIR_TNBC_SEND && op->state[i] != MPII_TNBC_ENTRY_DONE &&
+            MPIR_Pageguard_sub_is_sync(op->recv_region, e->sub))
+            return 0;
+    }
+    return 1;
+}
+
+int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
+{
+    if (op->recv_region)
+        MPIR_Pageguard_unregister(op->recv_region);
+    if (op->send_region)
+        MPIR_Pageguard_unregister(op->send_region);
+    for (int i = 0; i < op->sched.n; i++)
+        if (op->req && op->req[i])
+            MPIR_Request_free(op->req[i]);
+    MPL_free(op->recv_tmp);
+    MPL_free(op->send_copy);
+    MPL_free(op->send_src);
+    MPL_free(op->send_left);
+    MPL_free(op->req);
+    MPL_free(op->state);
+    MPIR_Tnbc_sched_free(&op->sched);
+    MPIR_Comm_release(op->comm);
+    MPL_free(op);
+    return MPI_SUCCESS;
+}
+
+int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_op_t *op = NULL;
+    uint64_t t0 = MPII_Tnbc_now_ns();
+
+    mpi_errno = MPII_Tnbc_engine_start();
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPII_Tnbc_op_start(args, &op);
+    if (mpi_errno && op) {
+        /* let whatever was posted finish before the buffers go away */
+        MPII_Tnbc_wait_op(op, 0);
+    }
+    MPIR_ERR_CHECK(mpi_errno);
+
+    int early = (op->outcome == MPIR_TNBC_EARLY);
+    mpi_errno = MPII_Tnbc_wait_op(op, early);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPII_Tnbc_stats_outcome(op->coll, op->outcome, op->sched.n,
+                            op->sched.send_bytes + op->sched.recv_bytes,
+                            MPII_Tnbc_now_ns() - t0);
+    if (early && !MPII_Tnbc_op_is_done(op)) {
+        MPII_Tnbc_engine_add(op);
+        op = NULL;
+    } else {
+        MPII_Tnbc_stats_op_done(MPII_Tnbc_now_ns() - op->t_start_ns, op->error);
+        if (op->error) {
+            mpi_errno = op->error;
+            goto fn_fail;
+        }
+        if (early) {
+            MPII_Tnbc_op_free(op);
+            op = NULL;
+        }
+    }
+
+  fn_exit:
+    *op_out = op;
+    return mpi_errno;
+  fn_fail:
+    if (op) {
+        MPII_Tnbc_op_free(op);
+        op = NULL;
+    }
+    goto fn_exit;
+}

@@ -1,0 +1,375 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Progress of early-returned collectives.
+ *
+ * The operations in flight form one list, touched only under MPICH's global lock. They advance
+ * whenever MPICH progresses (a progress hook, active while the list is non-empty: the
+ * application's own MPI_Wait or MPI_Test moves them too) and in a helper thread that takes the
+ * global lock like MPICH's async progress thread does. The helper must not steal a core from
+ * the application: after a round without news it sleeps, doubling the sleep up to
+ * MPIR_CVAR_TNBC_POLL_MAX_US; a thread waiting in the page-guard handler makes it poll without
+ * sleeping, as that thread has nothing else to do. T-NBC raises the thread level to
+ * MPI_THREAD_MULTIPLE (maint/patches) so the lock is real even for MPI_THREAD_SINGLE. */
+
+#include "mpiimpl.h"
+#include "tnbc_impl.h"
+
+#include "mpir_ext.h"    /* MPIR_Err_get_string */
+
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_TNBC_POLL_MAX_US
+      category    : TNBC
+      type        : int
+      default     : 200
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Longest sleep of the T-NBC helper thread between two progress rounds that found nothing
+        new, in microseconds. The sleep starts at 1 us and doubles. Longer sleeps take less CPU
+        from the application but leave the network idle longer when a step finishes.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+int MPIR_Tnbc_ops_in_flight;
+MPL_TLS int MPIR_Tnbc_user_coll;
+
+static struct {
+    int started;
+    MPII_Tnbc_op_t *head;
+    int hook_id;
+    int hook_active;
+    unsigned long events;       /* completions seen: the helper's sign of news */
+
+    pthread_t thread;
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake;
+    int stop;
+    uint64_t helper_cpu_ns, polls, sleeps;
+} engine = {
+    .wake_lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+};
+
+uint64_t MPII_Tnbc_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void unlink_op(MPII_Tnbc_op_t * op)
+{
+    for (MPII_Tnbc_op_t ** p = &engine.head; *p; p = &(*p)->next) {
+        if (*p == op) {
+            *p = op->next;
+            break;
+        }
+    }
+    __atomic_sub_fetch(&MPIR_Tnbc_ops_in_flight, 1, __ATOMIC_RELAXED);
+    if (MPIR_Tnbc_ops_in_flight == 0 && engine.hook_active) {
+        MPIR_Progress_hook_deactivate(engine.hook_id);
+        engine.hook_active = 0;
+    }
+}
+
+static void report_late_error(MPII_Tnbc_op_t * op)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    MPIR_Err_get_string(op->error, msg, MPI_MAX_ERROR_STRING, NULL);
+    fprintf(stderr, "[tnbc %d] %s failed after it returned early: %s\n", MPIR_Process.rank,
+            MPIR_Tnbc_coll_name(op->coll), msg);
+}
+
+/* Progress hook: advance every operation, retire the finished detached ones. */
+static int poll_all(int *made_progress)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_op_t *op = engine.head, *next;
+
+    *made_progress = 0;
+    for (; op; op = next) {
+        int made = 0;
+        next = op->next;
+        mpi_errno = MPII_Tnbc_op_poll(op, &made);
+        if (made) {
+            *made_progress = 1;
+            engine.events++;
+        }
+        if (op->detached && MPII_Tnbc_op_is_done(op)) {
+            MPII_Tnbc_stats_op_done(MPII_Tnbc_now_ns() - op->t_start_ns, op->error);
+            if (op->error)
+                report_late_error(op);
+            unlink_op(op);
+            MPII_Tnbc_op_free(op);
+        }
+    }
+    /* an error of an early-returned operation cannot reach its (returned) call; it was
+     * reported above and its pages were released */
+    return MPI_SUCCESS;
+}
+
+static void *helper_main(void *arg)
+{
+    struct timespec cpu;
+    uint64_t sleep_ns = 1000;
+    const uint64_t max_ns = (uint64_t) MPIR_CVAR_TNBC_POLL_MAX_US * 1000;
+
+    /* short sleeps must stay short: the default 50 us timer slack would dominate them */
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    while (1) {
+        pthread_mutex_lock(&engine.wake_lock);
+        while (!engine.stop && __atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_RELAXED) == 0)
+            pthread_cond_wait(&engine.wake, &engine.wake_lock);
+        int stop = engine.stop;
+        pthread_mutex_unlock(&engine.wake_lock);
+        if (stop)
+            break;
+
+        MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+        unsigned long before = engine.events;
+        int made = 0;
+        if (engine.head) {
+            MPID_Progress_test(NULL);
+            poll_all(&made);
+        }
+        made |= (engine.events != before);
+        engine.polls++;
+        MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+
+        if (made || MPIR_Pageguard_waiting() > 0) {
+            sleep_ns = 1000;
+            if (!made)
+                sched_yield();
+            continue;
+        }
+        struct timespec ts = {.tv_sec = 0,.tv_nsec = (long) sleep_ns };
+        nanosleep(&ts, NULL);
+        engine.sleeps++;
+        sleep_ns = sleep_ns * 2 > max_ns ? max_ns : sleep_ns * 2;
+    }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    engine.helper_cpu_ns = (uint64_t) cpu.tv_sec * 1000000000ull + cpu.tv_nsec;
+    return NULL;
+}
+
+/* The handler is about to wait for a page. A thread that holds the global lock would wait for
+ * a progress engine that needs that lock: say so and stop instead of hanging. The settle hooks
+ * in the bindings keep MPICH's own accesses from getting here. */
+static void before_wait(void *addr)
+{
+    if (!MPIR_ThreadInfo.isThreaded || MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX.count <= 0)
+        return;
+    MPL_thread_id_t self, owner = MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX.owner;
+    int same = 0;
+    MPL_thread_self(&self);
+    MPL_thread_same(&self, &owner, &same);
+    if (!same)
+        return;
+    static const char msg[] = "[tnbc] fatal: an MPI routine touched a buffer of a collective "
+        "that returned early while holding MPICH's lock (an access the settle hooks do not "
+        "cover); rerun with MPIR_CVAR_TNBC_ENABLE=0 and report it\n";
+    ssize_t rc = write(2, msg, sizeof(msg) - 1);
+    (void) rc;
+    (void) addr;
+    abort();
+}
+
+int MPII_Tnbc_engine_start(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    if (engine.started)
+        goto fn_exit;
+    /* Installed at first use, after the device (UCX) has installed its own handlers: ours
+     * chains to them for every fault that is not on a guarded page. */
+    MPIR_Pageguard_config_t cfg = {.map_budget = 0,.on_replaced = MPIR_PAGEGUARD_REINSTALL,
+        .before_wait = before_wait
+    };
+    int rc = MPIR_Pageguard_init(&cfg);
+    if (rc != MPIR_PAGEGUARD_OK && MPIR_Process.rank == 0)
+        fprintf(stderr, "[tnbc] page guards unavailable (%s): collectives wait in the call\n",
+                MPIR_Pageguard_strerror(rc));
+    if (!MPII_Tnbc_watch_unmaps() && MPIR_Process.rank == 0)
+        fprintf(stderr, "[tnbc] UCX memory events unavailable: do not unmap a buffer whose "
+                "collective is still in flight\n");
+    mpi_errno = MPIR_Progress_hook_register(poll_all, &engine.hook_id);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIR_ERR_CHKANDJUMP(pthread_create(&engine.thread, NULL, helper_main, NULL) != 0,
+                        mpi_errno, MPI_ERR_OTHER, "**fail");
+    engine.started = 1;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+void MPII_Tnbc_engine_add(MPII_Tnbc_op_t * op)
+{
+    op->detached = 1;
+    op->next = engine.head;
+    engine.head = op;
+    if (!engine.hook_active) {
+        MPIR_Progress_hook_activate(engine.hook_id);
+        engine.hook_active = 1;
+    }
+    pthread_mutex_lock(&engine.wake_lock);
+    __atomic_add_fetch(&MPIR_Tnbc_ops_in_flight, 1, __ATOMIC_RELAXED);
+    pthread_cond_signal(&engine.wake);
+    pthread_mutex_unlock(&engine.wake_lock);
+}
+
+/* Drive progress from the calling thread (which holds the global lock) until cond() holds. */
+static int progress_until(int (*cond) (const void *), const void *arg)
+{
+    int mpi_errno = MPI_SUCCESS;
+    while (!cond(arg)) {
+        int made;
+        mpi_errno = MPID_Progress_test(NULL);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (!engine.hook_active)
+            poll_all(&made);
+        /* like MPICH's own blocking waits: let other threads (and the helper) in, or threads
+         * running collectives on other communicators would wait for each other's lock */
+        MPID_THREAD_CS_YIELD(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    }
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int op_done_cond(const void *op)
+{
+    const MPII_Tnbc_op_t *o = op;
+    int made;
+    MPII_Tnbc_op_poll((MPII_Tnbc_op_t *) o, &made);
+    return MPII_Tnbc_op_is_done(o);
+}
+
+static int op_sync_cond(const void *op)
+{
+    int made;
+    MPII_Tnbc_op_poll((MPII_Tnbc_op_t *) op, &made);
+    return MPII_Tnbc_op_sync_done(op);
+}
+
+int MPII_Tnbc_wait_op(MPII_Tnbc_op_t * op, int sync_only)
+{
+    return progress_until(sync_only ? op_sync_cond : op_done_cond, op);
+}
+
+typedef struct {
+    const void *addr;
+    size_t len;
+} range_t;
+
+static int range_clear_cond(const void *arg)
+{
+    const range_t *r = arg;
+    return MPIR_Pageguard_guarded_pages(r->addr, r->len, MPIR_PAGEGUARD_COUNT) == 0;
+}
+
+int MPII_Tnbc_settle_range(const void *addr, size_t len)
+{
+    range_t r = {.addr = addr,.len = len };
+    if (!MPIR_Tnbc_ops_in_flight || len == 0)
+        return MPI_SUCCESS;
+    return progress_until(range_clear_cond, &r);
+}
+
+int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype)
+{
+    MPI_Aint true_lb, true_extent, extent;
+
+    if (buf == MPI_IN_PLACE || count <= 0 || datatype == MPI_DATATYPE_NULL)
+        return MPI_SUCCESS;
+    /* an argument the routine ignores (e.g. recvtype at a non-root) need not be a valid
+     * handle: do not look it up, settle everything instead */
+    if (HANDLE_GET_MPI_KIND(datatype) != MPIR_DATATYPE ||
+        HANDLE_GET_KIND(datatype) == HANDLE_KIND_INVALID)
+        return MPIR_Tnbc_settle_all();
+    MPIR_Type_get_true_extent_impl(datatype, &true_lb, &true_extent);
+    MPIR_Datatype_get_extent_macro(datatype, extent);
+    /* span of count elements: from the lowest to the highest byte the type map can touch */
+    MPI_Aint lo = true_lb + (extent < 0 ? (count - 1) * extent : 0);
+    MPI_Aint span = true_extent + (count - 1) * (extent < 0 ? -extent : extent);
+    return MPII_Tnbc_settle_range((const char *) buf + lo, (size_t) span);
+}
+
+static int no_ops_cond(const void *arg)
+{
+    return MPIR_Tnbc_ops_in_flight == 0;
+}
+
+int MPIR_Tnbc_settle_all(void)
+{
+    return progress_until(no_ops_cond, NULL);
+}
+
+static int comm_clear_cond(const void *comm)
+{
+    for (MPII_Tnbc_op_t * op = engine.head; op; op = op->next)
+        if (op->comm == comm)
+            return 0;
+    return 1;
+}
+
+int MPIR_Tnbc_settle_comm(MPIR_Comm * comm_ptr)
+{
+    return progress_until(comm_clear_cond, comm_ptr);
+}
+
+int MPIR_Tnbc_finalize_drain(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    if (!MPIR_CVAR_TNBC_ENABLE)
+        goto fn_exit;
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    mpi_errno = MPIR_Tnbc_settle_all();
+    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    MPIR_ERR_CHECK(mpi_errno);
+
+    if (engine.started) {
+        pthread_mutex_lock(&engine.wake_lock);
+        engine.stop = 1;
+        pthread_cond_signal(&engine.wake);
+        pthread_mutex_unlock(&engine.wake_lock);
+        pthread_join(engine.thread, NULL);
+        MPIR_Progress_hook_deregister(engine.hook_id);
+        MPII_Tnbc_stats_helper(engine.helper_cpu_ns, engine.polls, engine.sleeps);
+    }
+    /* MPI_Finalize holds no lock, and the device still runs threaded here */
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    mpi_errno = MPII_Tnbc_stats_reduce_and_print();
+    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPII_Tnbc_engine_finalize(void)
+{
+    if (engine.started) {
+        MPIR_Pageguard_finalize();
+        engine.started = 0;
+    }
+    return MPI_SUCCESS;
+}

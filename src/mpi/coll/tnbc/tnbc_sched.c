@@ -1,0 +1,319 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* qsort_r */
+#endif
+#include "tnbc_sched.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void MPIR_Tnbc_sched_init(MPIR_Tnbc_sched_t * s)
+{
+    memset(s, 0, sizeof(*s));
+}
+
+void MPIR_Tnbc_sched_free(MPIR_Tnbc_sched_t * s)
+{
+    free(s->entries);
+    free(s->order);
+    free(s->recv_sub_off);
+    free(s->recv_sub_len);
+    free(s->send_sub_off);
+    free(s->send_sub_len);
+    MPIR_Tnbc_sched_init(s);
+}
+
+#define MPII_TNBC_MAX_SEGS 1024
+
+static int add_entry(MPIR_Tnbc_sched_t * s, const MPIR_Tnbc_entry_t * e)
+{
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 16;
+        MPIR_Tnbc_entry_t *p = realloc(s->entries, cap * sizeof(*p));
+        if (!p)
+            return MPIR_TNBC_SCHED_ERR_NOMEM;
+        s->entries = p;
+        s->cap = cap;
+    }
+    s->entries[s->n] = *e;
+    return s->n++;
+}
+
+/* Sub-message arrays grow one by one; builders know their final count, so they reserve. */
+static int reserve_subs(MPIR_Tnbc_sched_t * s, int nrecv, int nsend)
+{
+    s->recv_sub_off = malloc((nrecv + 1) * sizeof(size_t));
+    s->recv_sub_len = malloc((nrecv + 1) * sizeof(size_t));
+    s->send_sub_off = malloc((nsend + 1) * sizeof(size_t));
+    s->send_sub_len = malloc((nsend + 1) * sizeof(size_t));
+    if (!s->recv_sub_off || !s->recv_sub_len || !s->send_sub_off || !s->send_sub_len)
+        return MPIR_TNBC_SCHED_ERR_NOMEM;
+    return MPIR_TNBC_SCHED_OK;
+}
+
+static int add_recv_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len)
+{
+    s->recv_sub_off[s->nrecv_sub] = off;
+    s->recv_sub_len[s->nrecv_sub] = len;
+    if (off + len > s->recv_bytes)
+        s->recv_bytes = off + len;
+    return s->nrecv_sub++;
+}
+
+static int add_send_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len)
+{
+    s->send_sub_off[s->nsend_sub] = off;
+    s->send_sub_len[s->nsend_sub] = len;
+    if (off + len > s->send_bytes)
+        s->send_bytes = off + len;
+    return s->nsend_sub++;
+}
+
+/* Pieces of one pair's bytes: one, or head, tail and body. Returns the count. */
+static int split_edges(size_t bytes, size_t * off, size_t * len)
+{
+    const size_t edge = MPIR_TNBC_SCHED_EDGE;
+    if (bytes == 0)
+        return 0;
+    if (bytes <= 2 * edge) {
+        off[0] = 0;
+        len[0] = bytes;
+        return 1;
+    }
+    off[0] = 0;
+    len[0] = edge;
+    off[1] = bytes - edge;
+    len[1] = edge;
+    off[2] = edge;
+    len[2] = bytes - 2 * edge;
+    return 3;
+}
+
+/* Edges (and pieces too small to split) in ring order first, then the bodies in ring order. */
+static int piece_prio(int k, int npieces, int step, int size)
+{
+    return (npieces == 3 && k == 2) ? size + step : step;
+}
+
+int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
+                              const size_t * sbytes, const size_t * soff,
+                              const size_t * rbytes, const size_t * roff)
+{
+    int rc;
+
+    if (size < 1 || rank < 0 || rank >= size)
+        return MPIR_TNBC_SCHED_ERR_ARG;
+    if (sbytes[rank] != rbytes[rank])
+        return MPIR_TNBC_SCHED_ERR_ARG;
+    rc = reserve_subs(s, 3 * size, 3 * size);
+    if (rc)
+        return rc;
+
+    if (rbytes[rank] > 0) {
+        MPIR_Tnbc_entry_t e = {.kind = MPIR_TNBC_COPY, .peer = rank, .off = roff[rank],
+            .src_off = soff[rank], .len = rbytes[rank], .after = -1, .prio = 0
+        };
+        e.sub = add_recv_sub(s, roff[rank], rbytes[rank]);
+        if ((rc = add_entry(s, &e)) < 0)
+            return rc;
+    }
+    for (int step = 1; step < size; step++) {
+        int to = (rank + step) % size;
+        int from = (rank - step + size) % size;
+        size_t off[3], len[3];
+        int npieces = split_edges(rbytes[from], off, len);
+        for (int k = 0; k < npieces; k++) {
+            MPIR_Tnbc_entry_t e = {.kind = MPIR_TNBC_RECV, .peer = from, .off = roff[from] + off[k],
+                .len = len[k], .after = -1, .prio = piece_prio(k, npieces, step, size)
+            };
+            e.sub = add_recv_sub(s, e.off, len[k]);
+            if ((rc = add_entry(s, &e)) < 0)
+                return rc;
+        }
+        npieces = split_edges(sbytes[to], off, len);
+        for (int k = 0; k < npieces; k++) {
+            MPIR_Tnbc_entry_t e = {.kind = MPIR_TNBC_SEND, .peer = to, .off = soff[to] + off[k],
+                .len = len[k], .after = -1, .prio = piece_prio(k, npieces, step, size)
+            };
+            e.sub = add_send_sub(s, e.off, len[k]);
+            if ((rc = add_entry(s, &e)) < 0)
+                return rc;
+        }
+    }
+    /* the self copy reads the send space too */
+    if (sbytes[rank] > 0 && soff[rank] + sbytes[rank] > s->send_bytes)
+        s->send_bytes = soff[rank] + sbytes[rank];
+    return MPIR_Tnbc_sched_finish(s);
+}
+
+int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, size_t nbytes,
+                          int nseg)
+{
+    int rc, vrank, parent = -1, top;
+
+    if (size < 1 || rank < 0 || rank >= size || root < 0 || root >= size || nseg < 1 ||
+        nseg > MPII_TNBC_MAX_SEGS)
+        return MPIR_TNBC_SCHED_ERR_ARG;
+    rc = reserve_subs(s, nseg + 2, nseg + 2);
+    if (rc)
+        return rc;
+
+    /* binomial tree over ranks relative to the root: the parent clears the lowest set bit */
+    vrank = (rank - root + size) % size;
+    for (top = 1; top < size; top <<= 1) {
+        if (vrank & top) {
+            parent = (vrank - top + root) % size;
+            break;
+        }
+    }
+
+    /* pieces: head edge, tail edge, then the middle in nseg segments */
+    size_t poff[MPII_TNBC_MAX_SEGS + 2], plen[MPII_TNBC_MAX_SEGS + 2];
+    int npieces = 0;
+    size_t lo = 0, hi = nbytes;
+    if (nbytes > 2 * MPIR_TNBC_SCHED_EDGE) {
+        poff[npieces] = 0;
+        plen[npieces++] = MPIR_TNBC_SCHED_EDGE;
+        poff[npieces] = nbytes - MPIR_TNBC_SCHED_EDGE;
+        plen[npieces++] = MPIR_TNBC_SCHED_EDGE;
+        lo = MPIR_TNBC_SCHED_EDGE;
+        hi = nbytes - MPIR_TNBC_SCHED_EDGE;
+    }
+    size_t mid = hi - lo;
+    if ((size_t) nseg > mid)
+        nseg = mid ? (int) mid : 1;
+    size_t seg = (mid + nseg - 1) / nseg;
+    for (int k = 0; k < nseg && mid > 0; k++) {
+        size_t off = lo + k * seg;
+        if (off >= hi)
+            break;
+        poff[npieces] = off;
+        plen[npieces++] = (off + seg <= hi) ? seg : hi - off;
+    }
+
+    for (int k = 0; k < npieces; k++) {
+        size_t off = poff[k], len = plen[k];
+        int got = -1, sub;
+        if (parent >= 0) {
+            MPIR_Tnbc_entry_t e = {.kind = MPIR_TNBC_RECV, .peer = parent, .off = off,
+                .len = len, .after = -1, .prio = k
+            };
+            e.sub = add_recv_sub(s, off, len);
+            if ((got = add_entry(s, &e)) < 0)
+                return got;
+            sub = e.sub;
+        } else {
+            sub = add_send_sub(s, off, len);
+        }
+        /* children: vrank + mask for every mask below our lowest set bit, largest subtree first */
+        for (int mask = top >> 1; mask > 0; mask >>= 1) {
+            if (vrank + mask >= size)
+                continue;
+            MPIR_Tnbc_entry_t e = {.kind = MPIR_TNBC_SEND, .peer = (vrank + mask + root) % size,
+                .off = off, .len = len, .from_recv = (parent >= 0), .after = got,
+                .sub = (parent >= 0) ? -1 : sub, .prio = k
+            };
+            if ((rc = add_entry(s, &e)) < 0)
+                return rc;
+        }
+    }
+    if (parent < 0)
+        s->send_bytes = nbytes;
+    return MPIR_Tnbc_sched_finish(s);
+}
+
+static int cmp_by_key(const void *a, const void *b, void *key)
+{
+    const size_t *k = key;
+    size_t x = k[*(const int *) a], y = k[*(const int *) b];
+    if (x != y)
+        return x < y ? -1 : 1;
+    return *(const int *) a - *(const int *) b;
+}
+
+static int cmp_by_prio(const void *a, const void *b, void *entries)
+{
+    const MPIR_Tnbc_entry_t *sort_entries = entries;
+    int i = *(const int *) a, j = *(const int *) b;
+    if (sort_entries[i].prio != sort_entries[j].prio)
+        return sort_entries[i].prio - sort_entries[j].prio;
+    return i - j;
+}
+
+/* Sort n (off, len) pairs by offset; newid[old] receives each pair's new index. */
+static int sort_subs(int n, size_t * off, size_t * len, int *newid)
+{
+    int *perm = malloc((n + 1) * sizeof(int));
+    size_t *o = malloc((n + 1) * sizeof(size_t)), *l = malloc((n + 1) * sizeof(size_t));
+    if (!perm || !o || !l) {
+        free(perm);
+        free(o);
+        free(l);
+        return MPIR_TNBC_SCHED_ERR_NOMEM;
+    }
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    qsort_r(perm, n, sizeof(int), cmp_by_key, off);
+    for (int i = 0; i < n; i++) {
+        o[i] = off[perm[i]];
+        l[i] = len[perm[i]];
+        newid[perm[i]] = i;
+    }
+    memcpy(off, o, n * sizeof(size_t));
+    memcpy(len, l, n * sizeof(size_t));
+    free(perm);
+    free(o);
+    free(l);
+    return MPIR_TNBC_SCHED_OK;
+}
+
+int MPIR_Tnbc_sched_finish(MPIR_Tnbc_sched_t * s)
+{
+    int rc = MPIR_TNBC_SCHED_OK;
+    int nmax = (s->nrecv_sub > s->nsend_sub ? s->nrecv_sub : s->nsend_sub) + 1;
+    int *rid = malloc(nmax * sizeof(int)), *sid = malloc(nmax * sizeof(int));
+
+    free(s->order);
+    s->order = malloc((s->n + 1) * sizeof(int));
+    if (!rid || !sid || !s->order) {
+        rc = MPIR_TNBC_SCHED_ERR_NOMEM;
+        goto fn_exit;
+    }
+    if ((rc = sort_subs(s->nrecv_sub, s->recv_sub_off, s->recv_sub_len, rid)) ||
+        (rc = sort_subs(s->nsend_sub, s->send_sub_off, s->send_sub_len, sid)))
+        goto fn_exit;
+    for (int i = 0; i < s->n; i++) {
+        MPIR_Tnbc_entry_t *e = &s->entries[i];
+        if (e->kind == MPIR_TNBC_SEND) {
+            if (e->sub >= 0)
+                e->sub = sid[e->sub];
+        } else {
+            e->sub = rid[e->sub];
+        }
+        s->order[i] = i;
+    }
+    for (int k = 1; k < s->nrecv_sub; k++) {
+        if (s->recv_sub_off[k - 1] + s->recv_sub_len[k - 1] > s->recv_sub_off[k]) {
+            rc = MPIR_TNBC_SCHED_ERR_OVERLAP;
+            break;
+        }
+    }
+    qsort_r(s->order, s->n, sizeof(int), cmp_by_prio, s->entries);
+
+  fn_exit:
+    free(rid);
+    free(sid);
+    return rc;
+}
+
+int MPIR_Tnbc_sched_send_subs_disjoint(const MPIR_Tnbc_sched_t * s)
+{
+    for (int k = 1; k < s->nsend_sub; k++)
+        if (s->send_sub_off[k - 1] + s->send_sub_len[k - 1] > s->send_sub_off[k])
+            return 0;
+    return 1;
+}
