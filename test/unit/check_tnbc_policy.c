@@ -74,6 +74,11 @@ START_TEST(names_round_trip)
     for (int d = 0; d < MPIR_TNBC_DECISION_COUNT; d++)
         ck_assert_ptr_nonnull(MPIR_Tnbc_decision_name(d));
     ck_assert_str_eq(MPIR_Tnbc_decision_name(MPIR_TNBC_DECISION_COUNT), "unknown");
+    for (int o = 0; o < MPIR_TNBC_OUTCOME_COUNT; o++) {
+        ck_assert_ptr_nonnull(MPIR_Tnbc_outcome_name(o));
+        ck_assert_str_ne(MPIR_Tnbc_outcome_name(o), "unknown");
+    }
+    ck_assert_str_eq(MPIR_Tnbc_outcome_name(MPIR_TNBC_OUTCOME_COUNT), "unknown");
 }
 END_TEST
 

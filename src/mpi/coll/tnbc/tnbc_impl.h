@@ -140,5 +140,6 @@ void MPII_Tnbc_stats_outcome(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_outcome_t outcome,
 void MPII_Tnbc_stats_op_done(uint64_t lifetime_ns, int error);
 void MPII_Tnbc_stats_helper(uint64_t cpu_ns, uint64_t polls, uint64_t sleeps);
 int MPII_Tnbc_stats_reduce_and_print(void);
+void MPII_Tnbc_pvars_register(void);
 
 #endif /* TNBC_IMPL_H_INCLUDED */

@@ -78,6 +78,7 @@ int MPIR_Tnbc_init(void)
     MPII_Tnbc_policy.enabled_colls = mask;
     MPII_Tnbc_policy.supported_colls = MPII_TNBC_SUPPORTED_COLLS;
     MPII_Tnbc_policy.min_bytes = (size_t) MPIR_CVAR_TNBC_MIN_BYTES;
+    MPII_Tnbc_pvars_register();
 
 
   fn_exit:

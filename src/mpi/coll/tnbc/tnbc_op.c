@@ -62,7 +62,8 @@ static void setup_recv(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int want_e
             op->recv_base = MPIR_Pageguard_staging(op->recv_region);
             return;
         }
-        op->outcome = MPIR_TNBC_SYNC_GUARD;
+        op->outcome = (rc == MPIR_PAGEGUARD_ERR_NOTHING) ? MPIR_TNBC_SYNC_NO_PAGE :
+            MPIR_TNBC_SYNC_GUARD;
     }
     op->recv_mode = MPII_TNBC_RECV_PLAIN;
     op->recv_base = op->recv_user;

@@ -48,6 +48,7 @@ static const char *const outcome_names[MPIR_TNBC_OUTCOME_COUNT] = {
     [MPIR_TNBC_EARLY] = "returned early",
     [MPIR_TNBC_SYNC_SMALL] = "waited in call: pieces below MPIR_CVAR_TNBC_MIN_BYTES",
     [MPIR_TNBC_SYNC_PACKED] = "waited in call: derived datatype or overlapping ranges",
+    [MPIR_TNBC_SYNC_NO_PAGE] = "waited in call: receive buffer spans no whole page",
     [MPIR_TNBC_SYNC_GUARD] = "waited in call: page guards refused",
     [MPIR_TNBC_SYNC_NOMEM] = "waited in call: no memory for a send copy",
 };

@@ -60,7 +60,8 @@ typedef enum {
     MPIR_TNBC_EARLY = 0,                /* returned early */
     MPIR_TNBC_SYNC_SMALL,               /* this process's pieces are below the threshold */
     MPIR_TNBC_SYNC_PACKED,              /* derived datatype or overlapping ranges: packed */
-    MPIR_TNBC_SYNC_GUARD,               /* page guards refused (budget, no whole page, ...) */
+    MPIR_TNBC_SYNC_NO_PAGE,             /* the receive buffer spans no whole page */
+    MPIR_TNBC_SYNC_GUARD,               /* page guards refused (budget, landing, ...) */
     MPIR_TNBC_SYNC_NOMEM,               /* no memory for a copy of the send buffer */
     MPIR_TNBC_OUTCOME_COUNT
 } MPIR_Tnbc_outcome_t;

@@ -6,7 +6,8 @@
 /* Statistics of the T-NBC family: per collective, what was declined (and why) and how handled
  * calls completed; sub-messages, bytes, time inside the calls; faults and stall time from the
  * page guards; the helper thread's CPU time. Printed at MPI_Finalize with
- * MPIR_CVAR_TNBC_STATS: one line per process, and the job-wide sums from rank 0. */
+ * MPIR_CVAR_TNBC_STATS (job-wide sums from rank 0, per process with 2), and the per-process
+ * totals are MPI_T performance variables (category TNBC) for tools. */
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
@@ -50,15 +51,22 @@ typedef struct {
 
 static MPII_Tnbc_counters_t st;
 
+/* Totals behind the MPI_T performance variables. */
+static unsigned long long pv_early, pv_waited, pv_declined, pv_bytes, pv_in_call_ns;
+
 void MPII_Tnbc_stats_count(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_decision_t decision)
 {
     st.decisions[coll][decision]++;
+    pv_declined += (decision != MPIR_TNBC_ACCEPT);
 }
 
 void MPII_Tnbc_stats_outcome(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_outcome_t outcome, int nsub,
                              size_t bytes, uint64_t in_call_ns)
 {
     st.outcomes[coll][outcome]++;
+    *(outcome == MPIR_TNBC_EARLY ? &pv_early : &pv_waited) += 1;
+    pv_bytes += bytes;
+    pv_in_call_ns += in_call_ns;
     st.coll[coll][MPII_ST_SUBS] += nsub;
     st.coll[coll][MPII_ST_BYTES] += bytes;
     st.coll[coll][MPII_ST_IN_CALL_NS] += in_call_ns;
@@ -151,4 +159,44 @@ int MPII_Tnbc_stats_reduce_and_print(void)
     return mpi_errno;
   fn_fail:
     goto fn_exit;
+}
+
+/* ---- MPI_T performance variables ---- */
+
+static void get_faults(void *addr, void *obj, int count, void *buf)
+{
+    MPIR_Pageguard_stats_t pg;
+    MPIR_Pageguard_get_stats(&pg);
+    *(unsigned long long *) buf = pg.faults;
+}
+
+static void get_stall_ns(void *addr, void *obj, int count, void *buf)
+{
+    MPIR_Pageguard_stats_t pg;
+    MPIR_Pageguard_get_stats(&pg);
+    *(unsigned long long *) buf = pg.stall_ns;
+}
+
+static void pvar(const char *name, void *addr, MPIR_T_pvar_get_value_cb * get, const char *desc)
+{
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, name, addr, 1,
+                              MPI_T_ENUM_NULL, MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                              MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, get, NULL,
+                              "TNBC", desc);
+}
+
+void MPII_Tnbc_pvars_register(void)
+{
+    pvar("tnbc_returned_early", &pv_early, NULL,
+         "blocking collectives that returned before their data had moved");
+    pvar("tnbc_waited_in_call", &pv_waited, NULL,
+         "collectives T-NBC ran but waited for inside the call");
+    pvar("tnbc_declined", &pv_declined, NULL,
+         "collectives T-NBC declined (the stock algorithm ran)");
+    pvar("tnbc_bytes", &pv_bytes, NULL, "bytes sent and received by T-NBC collectives");
+    pvar("tnbc_in_call_ns", &pv_in_call_ns, NULL,
+         "nanoseconds spent inside T-NBC collective calls");
+    pvar("tnbc_faults", NULL, get_faults, "faults on pages guarded by T-NBC");
+    pvar("tnbc_stall_ns", NULL, get_stall_ns,
+         "nanoseconds threads waited in the page-guard fault handler");
 }

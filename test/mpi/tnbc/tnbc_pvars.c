@@ -1,0 +1,89 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* The T-NBC performance variables through MPI_T: after large Alltoalls and Bcasts with T-NBC on,
+ * tnbc_returned_early counts them (the calls were handled early, not silently declined), and a
+ * small Alltoall below the threshold counts as declined. Run with MPIR_CVAR_TNBC_ENABLE=1 and
+ * the default threshold; with T-NBC off both counters stay 0. */
+
+#include "mpitest.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static MPI_T_pvar_session session;
+
+static unsigned long long read_pvar(const char *want)
+{
+    int n, found = -1;
+    MPI_T_pvar_get_num(&n);
+    for (int i = 0; i < n && found < 0; i++) {
+        char name[128], desc[256];
+        int nlen = sizeof(name), dlen = sizeof(desc), verb, cls, bind, ro, cont, atomic;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &en, desc, &dlen, &bind, &ro, &cont,
+                            &atomic);
+        if (strcmp(name, want) == 0)
+            found = i;
+    }
+    if (found < 0)
+        return (unsigned long long) -1;
+    MPI_T_pvar_handle h;
+    int count;
+    unsigned long long v = 0;
+    MPI_T_pvar_handle_alloc(session, found, NULL, &h, &count);
+    MPI_T_pvar_read(session, h, &v);
+    MPI_T_pvar_handle_free(session, &h);
+    return v;
+}
+
+int main(int argc, char *argv[])
+{
+    int errs = 0, rank, size, provided;
+    const int count = 100000;
+
+    MTest_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_pvar_session_create(&session);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *env = getenv("MPIR_CVAR_TNBC_ENABLE");
+    int on = env && strcmp(env, "1") == 0;
+
+    unsigned long long early0 = read_pvar("tnbc_returned_early");
+    unsigned long long declined0 = read_pvar("tnbc_declined");
+    if (early0 == (unsigned long long) -1 || declined0 == (unsigned long long) -1) {
+        fprintf(stderr, "tnbc pvars not found\n");
+        errs++;
+    }
+    int *s = malloc((size_t) size * count * sizeof(int));
+    int *r = malloc((size_t) size * count * sizeof(int));
+    for (size_t i = 0; i < (size_t) size * count; i++)
+        s[i] = rank + (int) i;
+    for (int k = 0; k < 3; k++) {
+        MPI_Alltoall(s, count, MPI_INT, r, count, MPI_INT, MPI_COMM_WORLD);
+        MPI_Bcast(s, count, MPI_INT, k % size, MPI_COMM_WORLD);
+    }
+    MPI_Alltoall(s, 1, MPI_INT, r, 1, MPI_INT, MPI_COMM_WORLD);        /* below the threshold */
+    volatile int sink = r[0];
+    (void) sink;
+    unsigned long long early = read_pvar("tnbc_returned_early") - early0;
+    unsigned long long declined = read_pvar("tnbc_declined") - declined0;
+    /* on one process MPI_Bcast returns in its binding (nothing to move): only the Alltoalls
+     * (a self copy each) reach T-NBC */
+    unsigned long long want_early = on ? (size > 1 ? 6 : 3) : 0;
+    if (early != want_early || declined != (on ? 1 : 0)) {
+        fprintf(stderr, "rank %d: returned early %llu (want %llu), declined %llu (want %d)\n",
+                rank, early, want_early, declined, on ? 1 : 0);
+        errs++;
+    }
+    free(s);
+    free(r);
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
+    MTest_Finalize(errs);
+    return MTestReturnValue(errs);
+}
