@@ -11,6 +11,7 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_alltoall.c \
     src/mpi/coll/tnbc/tnbc_bcast.c \
     src/mpi/coll/tnbc/tnbc_entry.c \
+    src/mpi/coll/tnbc/tnbc_gather.c \
     src/mpi/coll/tnbc/tnbc_init.c \
     src/mpi/coll/tnbc/tnbc_op.c \
     src/mpi/coll/tnbc/tnbc_policy.c \

@@ -3,11 +3,12 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* Alltoall and Alltoallv: every pair exchanges one sub-message, in ring order (tnbc_sched.c).
- * Contiguous buffers are used in place (the receive buffer behind page guards); a derived
- * datatype, MPI_IN_PLACE or receive ranges that overlap are packed into private buffers, and
- * a packed receive waits in the call and unpacks. The wire protocol is the same in every case,
- * so processes may choose differently. */
+/* Alltoall and Alltoallv, and the pairwise engine the gather family shares (tnbc_gather.c):
+ * every pair exchanges at most one piece, in ring order (tnbc_sched.c). Contiguous buffers are
+ * used in place (the receive buffer behind page guards); a derived datatype, MPI_IN_PLACE or
+ * receive ranges that overlap are packed into private buffers, and a packed receive waits in
+ * the call and unpacks. The wire protocol is the same in every case, so processes may choose
+ * differently. */
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
@@ -36,14 +37,19 @@ static void v_span(const MPI_Aint counts[], const MPI_Aint displs[], MPI_Datatyp
     }
 }
 
-static int settle_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displs[],
-                    MPI_Datatype type, int n)
+int MPII_Tnbc_settle_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displs[],
+                       MPI_Datatype type, int n)
 {
     MPI_Aint lo, hi;
     if (!MPIR_Tnbc_ops_in_flight || buf == MPI_IN_PLACE)
         return MPI_SUCCESS;
     v_span(counts, displs, type, n, &lo, &hi);
     return MPII_Tnbc_settle_range((const char *) buf + lo, (size_t) (hi - lo));
+}
+
+static int same_as_previous(const MPI_Aint counts[], const MPI_Aint displs[], int p)
+{
+    return p > 0 && counts[p] > 0 && counts[p] == counts[p - 1] && displs[p] == displs[p - 1];
 }
 
 /* Pack each peer's piece of a v-layout one after the other into a new buffer. */
@@ -56,13 +62,18 @@ static int pack_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displ
 
     MPIR_Datatype_get_extent_macro(type, extent);
     for (int p = 0; p < n; p++) {
+        /* the same piece for consecutive peers (Allgather) is packed once */
+        if (same_as_previous(counts, displs, p)) {
+            off[p] = off[p - 1];
+            continue;
+        }
         off[p] = total;
         total += bytes[p];
     }
     *packed = MPL_malloc(total + 1, MPL_MEM_COLL);
     MPIR_ERR_CHKANDJUMP(!*packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
     for (int p = 0; p < n; p++) {
-        if (!bytes[p])
+        if (!bytes[p] || same_as_previous(counts, displs, p))
             continue;
         mpi_errno = MPIR_Typerep_pack((const char *) buf + displs[p] * extent, counts[p], type, 0,
                                       *packed + off[p], bytes[p], &actual);
@@ -96,12 +107,10 @@ static int unpack_v(const char *packed, void *buf, const MPI_Aint counts[],
     goto fn_exit;
 }
 
-/* Both collectives end up here, with per-peer counts and displacements in elements. */
-static int alltoallv_common(MPIR_Tnbc_coll_t coll, const void *sendbuf,
-                            const MPI_Aint sendcounts[], const MPI_Aint sdispls[],
-                            MPI_Datatype sendtype, void *recvbuf, const MPI_Aint recvcounts[],
-                            const MPI_Aint rdispls[], MPI_Datatype recvtype,
-                            MPIR_Comm * comm_ptr, int *handled)
+int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Aint sendcounts[],
+                       const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                       const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
+                       MPI_Datatype recvtype, MPIR_Comm * comm_ptr, int flags, int *handled)
 {
     int mpi_errno = MPI_SUCCESS;
     int n = comm_ptr->local_size, rank = comm_ptr->rank;
@@ -136,16 +145,17 @@ static int alltoallv_common(MPIR_Tnbc_coll_t coll, const void *sendbuf,
     }
 
     MPIR_Tnbc_call_facts_t facts = {.coll = coll,
-        .size_is_global = (coll == MPIR_TNBC_COLL_ALLTOALL),.largest_submsg_bytes = largest
+        .size_is_global = !!(flags & MPII_TNBC_SIZE_IS_GLOBAL),.largest_submsg_bytes = largest
     };
     if (MPII_Tnbc_decide(&facts, comm_ptr) != MPIR_TNBC_ACCEPT)
         goto fn_exit;
     *handled = 1;
-    args.small = (largest_recv < MPII_Tnbc_policy.min_bytes);
+    /* a process that only sends (Gather at a non-root) judges by what it sends */
+    args.small = ((largest_recv ? largest_recv : largest) < MPII_Tnbc_policy.min_bytes);
 
     /* Send space: the user's bytes in place when flat, else packed (MPI_IN_PLACE: always a
      * copy, as the receive buffer is overwritten). */
-    if (!in_place && MPII_Tnbc_is_flat(sendtype)) {
+    if (!in_place && !(flags & MPII_TNBC_PACK_SEND) && MPII_Tnbc_is_flat(sendtype)) {
         v_span(sendcounts, sdispls, sendtype, n, &lo, &hi);
         for (int p = 0; p < n; p++)
             soff[p] = sbytes[p] ? (size_t) (sdispls[p] * sext - lo) : 0;
@@ -226,8 +236,9 @@ int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sen
         v[2 * n + p] = recvcount;
         v[3 * n + p] = p * recvcount;
     }
-    mpi_errno = alltoallv_common(MPIR_TNBC_COLL_ALLTOALL, sendbuf, v, v + n, sendtype, recvbuf,
-                                 v + 2 * n, v + 3 * n, recvtype, comm_ptr, tnbc_handled);
+    mpi_errno = MPII_Tnbc_pairwise(MPIR_TNBC_COLL_ALLTOALL, sendbuf, v, v + n, sendtype, recvbuf,
+                                   v + 2 * n, v + 3 * n, recvtype, comm_ptr,
+                                   MPII_TNBC_SIZE_IS_GLOBAL, tnbc_handled);
 
   fn_exit:
     MPIR_CHKLMEM_FREEALL();
@@ -246,18 +257,19 @@ int MPIR_Tnbc_Alltoallv(const void *sendbuf, const MPI_Aint sendcounts[], const 
 
     if (MPIR_Tnbc_ops_in_flight) {
         if (sendbuf != MPI_IN_PLACE) {
-            mpi_errno = settle_v(sendbuf, sendcounts, sdispls, sendtype, n);
+            mpi_errno = MPII_Tnbc_settle_v(sendbuf, sendcounts, sdispls, sendtype, n);
             MPIR_ERR_CHECK(mpi_errno);
         }
-        mpi_errno = settle_v(recvbuf, recvcounts, rdispls, recvtype, n);
+        mpi_errno = MPII_Tnbc_settle_v(recvbuf, recvcounts, rdispls, recvtype, n);
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
         MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLTOALLV };
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
     }
-    mpi_errno = alltoallv_common(MPIR_TNBC_COLL_ALLTOALLV, sendbuf, sendcounts, sdispls, sendtype,
-                                 recvbuf, recvcounts, rdispls, recvtype, comm_ptr, tnbc_handled);
+    mpi_errno = MPII_Tnbc_pairwise(MPIR_TNBC_COLL_ALLTOALLV, sendbuf, sendcounts, sdispls,
+                                   sendtype, recvbuf, recvcounts, rdispls, recvtype, comm_ptr, 0,
+                                   tnbc_handled);
   fn_fail:
     return mpi_errno;
 }

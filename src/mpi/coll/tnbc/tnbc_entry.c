@@ -7,7 +7,7 @@
  * (see maint/patches). Each one first settles the buffers it is given (the stock path must not
  * fault on the guards of an earlier collective), then describes its call and offers it to the
  * family. The collectives with a schedule builder live in their own files (tnbc_alltoall.c,
- * tnbc_bcast.c); the rest are declined here and the stock path runs unchanged. */
+ * tnbc_gather.c, tnbc_bcast.c); the rest are declined here and the stock path runs unchanged. */
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
@@ -41,83 +41,6 @@ int MPII_Tnbc_offer(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr, int *h
     MPIR_Assert(decision != MPIR_TNBC_ACCEPT);
     *handled = 0;
     return MPI_SUCCESS;
-}
-
-int MPIR_Tnbc_Gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void *recvbuf,
-                     MPI_Aint recvcount, MPI_Datatype recvtype, int root, MPIR_Comm * comm_ptr,
-                     MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_GATHER };
-    MPII_TNBC_SETTLE(sendbuf, sendcount, sendtype);
-    MPII_TNBC_SETTLE(recvbuf, recvcount * MPII_Tnbc_peers(comm_ptr), recvtype);
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void *recvbuf,
-                      const MPI_Aint recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
-                      int root, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_GATHERV };
-    MPII_TNBC_SETTLE_ALL();
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void *recvbuf,
-                      MPI_Aint recvcount, MPI_Datatype recvtype, int root, MPIR_Comm * comm_ptr,
-                      MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_SCATTER };
-    MPII_TNBC_SETTLE(sendbuf, sendcount * MPII_Tnbc_peers(comm_ptr), sendtype);
-    MPII_TNBC_SETTLE(recvbuf, recvcount, recvtype);
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Scatterv(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint displs[],
-                       MPI_Datatype sendtype, void *recvbuf, MPI_Aint recvcount,
-                       MPI_Datatype recvtype, int root, MPIR_Comm * comm_ptr,
-                       MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_SCATTERV };
-    MPII_TNBC_SETTLE_ALL();
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                        void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                        MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLGATHER };
-    MPII_TNBC_SETTLE(sendbuf, sendcount, sendtype);
-    MPII_TNBC_SETTLE(recvbuf, recvcount * MPII_Tnbc_peers(comm_ptr), recvtype);
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                         void *recvbuf, const MPI_Aint recvcounts[], const MPI_Aint displs[],
-                         MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
-                         int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLGATHERV };
-    MPII_TNBC_SETTLE_ALL();
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
 }
 
 int MPIR_Tnbc_Alltoallw(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint sdispls[],

@@ -119,6 +119,19 @@ static inline int MPII_Tnbc_is_flat(MPI_Datatype type)
     return true_lb == 0 && extent == size;
 }
 
+/* The pairwise engine (tnbc_alltoall.c): each peer p gets sendcounts[p] elements from
+ * sendbuf + sdispls[p] * extent and sends recvcounts[p] into recvbuf + rdispls[p] * extent.
+ * Alltoall(v) and the gather family are built on it. MPI_IN_PLACE has Alltoall(v) semantics. */
+#define MPII_TNBC_SIZE_IS_GLOBAL 0x1    /* piece sizes are the same on every process */
+#define MPII_TNBC_PACK_SEND      0x2    /* always copy the send side (it aliases the receive) */
+int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Aint sendcounts[],
+                       const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                       const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
+                       MPI_Datatype recvtype, MPIR_Comm * comm_ptr, int flags, int *handled);
+/* settle the span of a v-layout (no-op for MPI_IN_PLACE) */
+int MPII_Tnbc_settle_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displs[],
+                       MPI_Datatype type, int n);
+
 /* Start an operation and return early when it may; otherwise wait for it here. On return,
  * *op is NULL when the engine owns the operation, else the caller unpacks and frees it. */
 int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op);

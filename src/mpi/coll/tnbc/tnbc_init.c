@@ -59,7 +59,13 @@ MPIR_Tnbc_policy_t MPII_Tnbc_policy;
 /* Collectives with a T-NBC schedule builder. */
 #define MPII_TNBC_SUPPORTED_COLLS (MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLTOALL) | \
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLTOALLV) | \
-                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_BCAST))
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_BCAST) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLGATHER) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLGATHERV) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_GATHER) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_GATHERV) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_SCATTER) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_SCATTERV))
 
 int MPIR_Tnbc_init(void)
 {
