@@ -38,7 +38,7 @@
 #define MPIR_PAGEGUARD_OK            0
 #define MPIR_PAGEGUARD_ERR_ARG      -1  /* bad arguments (overlapping or unsorted ranges, ...) */
 #define MPIR_PAGEGUARD_ERR_OFF      -2  /* guards unavailable: not initialised, or disabled */
-#define MPIR_PAGEGUARD_ERR_BUDGET   -3  /* would exceed the mapping budget: complete synchronously */
+#define MPIR_PAGEGUARD_ERR_BUDGET   -3  /* over the mapping budget: complete synchronously */
 #define MPIR_PAGEGUARD_ERR_NOMEM    -4  /* mprotect/mmap/malloc failed: complete synchronously */
 #define MPIR_PAGEGUARD_ERR_LANDING  -5  /* the buffer cannot take data through /proc/self/mem */
 #define MPIR_PAGEGUARD_ERR_SLOTS    -6  /* too many regions registered at once */

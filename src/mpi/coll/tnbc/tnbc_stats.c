@@ -116,9 +116,9 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s)
         double life_ms = s->lifetime_ns / 1e6, cpu_ms = s->helper_cpu_ns / 1e6;
         fprintf(stderr, "[tnbc %s] background: %" PRIu64 " operations, %.3f ms in flight, "
                 "%" PRIu64 " late errors; faults %" PRIu64 ", stall %.3f ms; guard refusals %"
-                PRIu64 " (with no-whole-page); helper CPU %.3f ms (%.1f%% of in-flight time), %" PRIu64 " polls, %"
-                PRIu64 " sleeps\n", who, s->ops_done, life_ms, s->late_errors, s->faults,
-                s->stall_ns / 1e6, s->guard_refusals, cpu_ms,
+                PRIu64 " (no whole page included); helper CPU %.3f ms (%.1f%% of in-flight "
+                "time), %" PRIu64 " polls, %" PRIu64 " sleeps\n", who, s->ops_done, life_ms,
+                s->late_errors, s->faults, s->stall_ns / 1e6, s->guard_refusals, cpu_ms,
                 life_ms > 0 ? 100.0 * cpu_ms / life_ms : 0.0, s->helper_polls,
                 s->helper_sleeps);
     }
