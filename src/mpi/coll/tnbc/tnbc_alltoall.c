@@ -217,7 +217,7 @@ int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sen
 {
     int mpi_errno = MPI_SUCCESS;
     int n = MPII_Tnbc_peers(comm_ptr);
-    MPIR_CHKLMEM_DECL(1);
+    MPII_Tnbc_layout_t l = { 0 };
 
     if (sendbuf != MPI_IN_PLACE)
         MPII_TNBC_SETTLE(sendbuf, sendcount * n, sendtype);
@@ -228,20 +228,19 @@ int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sen
     }
 
     /* the regular layout as a v-layout: one code path for both */
-    MPI_Aint *v;
-    MPIR_CHKLMEM_MALLOC(v, MPI_Aint *, 4 * n * sizeof(MPI_Aint), mpi_errno, "v", MPL_MEM_COLL);
+    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
     for (int p = 0; p < n; p++) {
-        v[p] = sendcount;
-        v[n + p] = p * sendcount;
-        v[2 * n + p] = recvcount;
-        v[3 * n + p] = p * recvcount;
+        l.sc[p] = sendcount;
+        l.sd[p] = p * sendcount;
+        l.rc[p] = recvcount;
+        l.rd[p] = p * recvcount;
     }
-    mpi_errno = MPII_Tnbc_pairwise(MPIR_TNBC_COLL_ALLTOALL, sendbuf, v, v + n, sendtype, recvbuf,
-                                   v + 2 * n, v + 3 * n, recvtype, comm_ptr,
+    mpi_errno = MPII_Tnbc_pairwise(MPIR_TNBC_COLL_ALLTOALL, sendbuf, l.sc, l.sd, sendtype,
+                                   recvbuf, l.rc, l.rd, recvtype, comm_ptr,
                                    MPII_TNBC_SIZE_IS_GLOBAL, tnbc_handled);
 
   fn_exit:
-    MPIR_CHKLMEM_FREEALL();
+    MPL_free(l.sc);
     return mpi_errno;
   fn_fail:
     goto fn_exit;

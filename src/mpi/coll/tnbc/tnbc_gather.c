@@ -13,23 +13,6 @@
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
 
-/* counts and displacements for n peers: four arrays in one allocation */
-typedef struct {
-    MPI_Aint *sc, *sd, *rc, *rd;
-} layout_t;
-
-static int layout_alloc(layout_t * l, int n)
-{
-    MPI_Aint *v = MPL_calloc(4 * (size_t) n + 1, sizeof(MPI_Aint), MPL_MEM_COLL);
-    if (!v)
-        return MPI_ERR_NO_MEM;
-    l->sc = v;
-    l->sd = v + n;
-    l->rc = v + 2 * n;
-    l->rd = v + 3 * n;
-    return MPI_SUCCESS;
-}
-
 static int is_root(MPIR_Comm * comm_ptr, int root)
 {
     return comm_ptr->rank == root;
@@ -44,10 +27,10 @@ static int allgather_any(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint se
 {
     int mpi_errno = MPI_SUCCESS, n = comm_ptr->local_size, rank = comm_ptr->rank;
     int flags = (coll == MPIR_TNBC_COLL_ALLGATHER) ? MPII_TNBC_SIZE_IS_GLOBAL : 0;
-    layout_t l = { 0 };
+    MPII_Tnbc_layout_t l = { 0 };
     MPI_Aint rext;
 
-    MPIR_ERR_CHKANDJUMP(layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
     for (int p = 0; p < n; p++) {
         l.rc[p] = recvcounts ? recvcounts[p] : recvcount;
         l.rd[p] = displs ? displs[p] : p * recvcount;
@@ -121,9 +104,9 @@ static int gather_any(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendc
 {
     int mpi_errno = MPI_SUCCESS, n = comm_ptr->local_size, rank = comm_ptr->rank;
     int flags = (coll == MPIR_TNBC_COLL_GATHER) ? MPII_TNBC_SIZE_IS_GLOBAL : 0;
-    layout_t l = { 0 };
+    MPII_Tnbc_layout_t l = { 0 };
 
-    MPIR_ERR_CHKANDJUMP(layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
     if (is_root(comm_ptr, root)) {
         for (int p = 0; p < n; p++) {
             l.rc[p] = recvcounts ? recvcounts[p] : recvcount;
@@ -205,9 +188,9 @@ static int scatter_any(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
 {
     int mpi_errno = MPI_SUCCESS, n = comm_ptr->local_size;
     int flags = (coll == MPIR_TNBC_COLL_SCATTER) ? MPII_TNBC_SIZE_IS_GLOBAL : 0;
-    layout_t l = { 0 };
+    MPII_Tnbc_layout_t l = { 0 };
 
-    MPIR_ERR_CHKANDJUMP(layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
     if (is_root(comm_ptr, root)) {
         for (int p = 0; p < n; p++) {
             l.sc[p] = sendcounts ? sendcounts[p] : sendcount;

@@ -128,6 +128,24 @@ int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
                        const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
                        const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
                        MPI_Datatype recvtype, MPIR_Comm * comm_ptr, int flags, int *handled);
+/* Per-peer send/receive counts and displacements for the pairwise engine: four arrays of n,
+ * zeroed, in one allocation (free with MPL_free(l.sc)). */
+typedef struct {
+    MPI_Aint *sc, *sd, *rc, *rd;
+} MPII_Tnbc_layout_t;
+
+static inline int MPII_Tnbc_layout_alloc(MPII_Tnbc_layout_t * l, int n)
+{
+    MPI_Aint *v = MPL_calloc(4 * (size_t) n + 1, sizeof(MPI_Aint), MPL_MEM_COLL);
+    if (!v)
+        return MPI_ERR_NO_MEM;
+    l->sc = v;
+    l->sd = v + n;
+    l->rc = v + 2 * n;
+    l->rd = v + 3 * n;
+    return MPI_SUCCESS;
+}
+
 /* settle the span of a v-layout (no-op for MPI_IN_PLACE) */
 int MPII_Tnbc_settle_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displs[],
                        MPI_Datatype type, int n);

@@ -51,22 +51,34 @@ typedef struct {
 
 static MPII_Tnbc_counters_t st;
 
-/* Totals behind the MPI_T performance variables. */
-static unsigned long long pv_early, pv_waited, pv_declined, pv_bytes, pv_in_call_ns;
+/* Sums over all collectives: the header line of the table and the MPI_T variables. */
+typedef struct {
+    uint64_t early, waited, declined, bytes, in_call_ns;
+} MPII_Tnbc_totals_t;
+
+static MPII_Tnbc_totals_t totals_of(const MPII_Tnbc_counters_t * s)
+{
+    MPII_Tnbc_totals_t t = { 0 };
+    for (int c = 0; c < MPIR_TNBC_COLL_COUNT; c++) {
+        for (int o = 0; o < MPIR_TNBC_OUTCOME_COUNT; o++)
+            *(o == MPIR_TNBC_EARLY ? &t.early : &t.waited) += s->outcomes[c][o];
+        for (int d = 1; d < MPIR_TNBC_DECISION_COUNT; d++)
+            t.declined += s->decisions[c][d];
+        t.bytes += s->coll[c][MPII_ST_BYTES];
+        t.in_call_ns += s->coll[c][MPII_ST_IN_CALL_NS];
+    }
+    return t;
+}
 
 void MPII_Tnbc_stats_count(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_decision_t decision)
 {
     st.decisions[coll][decision]++;
-    pv_declined += (decision != MPIR_TNBC_ACCEPT);
 }
 
 void MPII_Tnbc_stats_outcome(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_outcome_t outcome, int nsub,
                              size_t bytes, uint64_t in_call_ns)
 {
     st.outcomes[coll][outcome]++;
-    *(outcome == MPIR_TNBC_EARLY ? &pv_early : &pv_waited) += 1;
-    pv_bytes += bytes;
-    pv_in_call_ns += in_call_ns;
     st.coll[coll][MPII_ST_SUBS] += nsub;
     st.coll[coll][MPII_ST_BYTES] += bytes;
     st.coll[coll][MPII_ST_IN_CALL_NS] += in_call_ns;
@@ -88,15 +100,9 @@ void MPII_Tnbc_stats_helper(uint64_t cpu_ns, uint64_t polls, uint64_t sleeps)
 
 static void print_table(const char *who, const MPII_Tnbc_counters_t * s)
 {
-    uint64_t early = 0, waited = 0, declined = 0;
-    for (int c = 0; c < MPIR_TNBC_COLL_COUNT; c++) {
-        for (int o = 0; o < MPIR_TNBC_OUTCOME_COUNT; o++)
-            *(o == MPIR_TNBC_EARLY ? &early : &waited) += s->outcomes[c][o];
-        for (int d = 1; d < MPIR_TNBC_DECISION_COUNT; d++)
-            declined += s->decisions[c][d];
-    }
+    MPII_Tnbc_totals_t t = totals_of(s);
     fprintf(stderr, "[tnbc %s] collectives: returned early %" PRIu64 ", waited in call %" PRIu64
-            ", declined %" PRIu64 "\n", who, early, waited, declined);
+            ", declined %" PRIu64 "\n", who, t.early, t.waited, t.declined);
     for (int c = 0; c < MPIR_TNBC_COLL_COUNT; c++) {
         const uint64_t *v = s->coll[c];
         for (int o = 0; o < MPIR_TNBC_OUTCOME_COUNT; o++)
@@ -163,6 +169,15 @@ int MPII_Tnbc_stats_reduce_and_print(void)
 
 /* ---- MPI_T performance variables ---- */
 
+/* addr carries the offset of the field in MPII_Tnbc_totals_t */
+static void get_total(void *addr, void *obj, int count, void *buf)
+{
+    MPII_Tnbc_totals_t t = totals_of(&st);
+    *(unsigned long long *) buf = *(uint64_t *) ((char *) &t + (uintptr_t) addr);
+}
+
+#define MPII_TOTAL(field_) ((void *) offsetof(MPII_Tnbc_totals_t, field_))
+
 static void get_faults(void *addr, void *obj, int count, void *buf)
 {
     MPIR_Pageguard_stats_t pg;
@@ -187,14 +202,15 @@ static void pvar(const char *name, void *addr, MPIR_T_pvar_get_value_cb * get, c
 
 void MPII_Tnbc_pvars_register(void)
 {
-    pvar("tnbc_returned_early", &pv_early, NULL,
+    pvar("tnbc_returned_early", MPII_TOTAL(early), get_total,
          "blocking collectives that returned before their data had moved");
-    pvar("tnbc_waited_in_call", &pv_waited, NULL,
+    pvar("tnbc_waited_in_call", MPII_TOTAL(waited), get_total,
          "collectives T-NBC ran but waited for inside the call");
-    pvar("tnbc_declined", &pv_declined, NULL,
+    pvar("tnbc_declined", MPII_TOTAL(declined), get_total,
          "collectives T-NBC declined (the stock algorithm ran)");
-    pvar("tnbc_bytes", &pv_bytes, NULL, "bytes sent and received by T-NBC collectives");
-    pvar("tnbc_in_call_ns", &pv_in_call_ns, NULL,
+    pvar("tnbc_bytes", MPII_TOTAL(bytes), get_total,
+         "bytes sent and received by T-NBC collectives");
+    pvar("tnbc_in_call_ns", MPII_TOTAL(in_call_ns), get_total,
          "nanoseconds spent inside T-NBC collective calls");
     pvar("tnbc_faults", NULL, get_faults, "faults on pages guarded by T-NBC");
     pvar("tnbc_stall_ns", NULL, get_stall_ns,
