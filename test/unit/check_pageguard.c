@@ -182,6 +182,45 @@ START_TEST(landing_and_holes)
 }
 END_TEST
 
+/* Pages unmapped with data still on the way (free() of a pending buffer): forgotten, they are
+ * never landed, protected or opened again, and whatever maps there next is left alone; the
+ * pages around them land as usual. Forgetting does not wait. */
+START_TEST(forgotten_pages_are_left_alone)
+{
+    char *mem = map_pages(8);
+    size_t off[4], len[4];
+    split(8 * ps, 4, off, len);
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 8 * ps, 4, off, len, MPIR_PAGEGUARD_RECV, 0, &r),
+                     MPIR_PAGEGUARD_OK);
+    char *staging = MPIR_Pageguard_staging(r);
+    memset(staging, 'z', 8 * ps);
+    /* pages 3..5 go away; a partial page at either end of the range is not theirs to forget */
+    ck_assert_uint_eq(MPIR_Pageguard_forget_recv(mem + 3 * ps - 10, 3 * ps + 20), 3);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(mem + 3 * ps, 3 * ps, MPIR_PAGEGUARD_COUNT),
+                      0);
+    ck_assert(readable(mem + 3 * ps) && readable(mem + 6 * ps - 1));     /* madvise keeps them */
+    ck_assert(!readable(mem + 2 * ps) && !readable(mem + 6 * ps));
+    ck_assert_int_eq(munmap(mem + 3 * ps, 3 * ps), 0);
+    char *again = mmap(mem + 3 * ps, 3 * ps, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                       -1, 0);
+    ck_assert_ptr_eq(again, mem + 3 * ps);
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(MPIR_Pageguard_complete(r, k), MPIR_PAGEGUARD_OK);
+    ck_assert(MPIR_Pageguard_all_released(r));
+    ck_assert_int_eq(mem[0], 'z');
+    ck_assert_int_eq(mem[3 * ps - 1], 'z');
+    ck_assert_int_eq(mem[6 * ps], 'z');
+    ck_assert_int_eq(mem[8 * ps - 1], 'z');
+    for (size_t b = 3 * ps; b < 6 * ps; b += 512)
+        ck_assert_int_eq(mem[b], 0);    /* the new mapping: not landed, still read-only */
+    MPIR_Pageguard_unregister(r);
+    ck_assert(!readable(mem + 3 * ps) || mem[3 * ps] == 0);
+    ck_assert_uint_eq(MPIR_Pageguard_forget_recv(mem, 8 * ps), 0);
+    munmap(mem, 8 * ps);
+}
+END_TEST
+
 /* A page shared by two sub-messages opens only when both are complete. */
 START_TEST(shared_page_waits_for_both)
 {
@@ -567,10 +606,48 @@ START_TEST(stack_buffer)
 END_TEST
 
 static _Atomic int before_wait_calls;
-static void count_before_wait(void *addr)
+static int count_before_wait(void *addr)
 {
     before_wait_calls++;
+    return MPIR_PAGEGUARD_WAIT;
 }
+
+/* A thread that must not wait (it holds the lock completions need) gives the page up: the
+ * access goes on and the data never lands there. */
+static int forget_instead(void *addr)
+{
+    before_wait_calls++;
+    return MPIR_PAGEGUARD_FORGET;
+}
+
+START_TEST(before_wait_can_forget_the_page)
+{
+    MPIR_Pageguard_finalize();
+    MPIR_Pageguard_config_t cfg = {.before_wait = forget_instead };
+    ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
+    char *mem = map_pages(4);
+    size_t off[2] = { 0, 2 * ps }, len[2] = { 2 * ps, 2 * ps };
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 2, off, len, MPIR_PAGEGUARD_RECV, 0, &r),
+                     MPIR_PAGEGUARD_OK);
+    memset(MPIR_Pageguard_staging(r), 'q', 4 * ps);
+    before_wait_calls = 0;
+    mem[ps + 5] = 'm';          /* malloc reusing freed memory, say: no wait */
+    ck_assert_int_eq(before_wait_calls, 1);
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.forgotten, 1);
+    ck_assert_int_eq(MPIR_Pageguard_complete(r, 0), MPIR_PAGEGUARD_OK);
+    ck_assert_int_eq(mem[0], 'q');      /* the other page of the sub-message landed */
+    ck_assert_int_eq(mem[ps + 5], 'm'); /* the forgotten one kept what was written */
+    ck_assert_int_eq(mem[ps + 6], 0x11);
+    ck_assert(!readable(mem + 2 * ps));
+    MPIR_Pageguard_complete(r, 1);
+    ck_assert(MPIR_Pageguard_all_released(r));
+    MPIR_Pageguard_unregister(r);
+    munmap(mem, 4 * ps);
+}
+END_TEST
 
 START_TEST(guarded_pages_count_and_touch)
 {
@@ -622,6 +699,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, alignment_small_buffers);
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, landing_and_holes);
+    tcase_add_test(tc, forgotten_pages_are_left_alone);
     tcase_add_test(tc, shared_page_waits_for_both);
     tcase_add_test(tc, stack_buffer);
     tcase_add_test(tc, budget_refusal_leaves_buffer_alone);
@@ -634,6 +712,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, abandoned_region_wakes_waiters);
     tcase_add_test(tc, many_threads_fault_at_once);
     tcase_add_test(tc, guarded_pages_count_and_touch);
+    tcase_add_test(tc, before_wait_can_forget_the_page);
 
     tc = guarded_tcase(s, "chaining");
     tcase_add_test(tc, foreign_fault_reaches_previous_handler);

@@ -131,6 +131,9 @@ START_TEST(decide_each_reason)
     f.device_buffer = 1;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DEVICE_BUFFER);
     f = eligible_alltoall();
+    f.op_type_unsupported = 1;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_OP_TYPE);
+    f = eligible_alltoall();
     f.largest_submsg_bytes = 4095;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
     /* a size that differs between processes never changes the path (matching protocols) */
@@ -157,7 +160,8 @@ START_TEST(decide_order)
     MPIR_Tnbc_policy_t p = open_policy();
     MPIR_Tnbc_call_facts_t f = {
         .coll = MPIR_TNBC_COLL_BCAST, .ready = 0, .internal = 1, .is_intercomm = 1,
-        .device_buffer = 1, .size_is_global = 1, .largest_submsg_bytes = 0,
+        .device_buffer = 1, .op_type_unsupported = 1, .size_is_global = 1,
+        .largest_submsg_bytes = 0,
     };
     p.enabled_colls &= ~BIT(BCAST);
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DISABLED);
@@ -173,6 +177,8 @@ START_TEST(decide_order)
     f.is_intercomm = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DEVICE_BUFFER);
     f.device_buffer = 0;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_OP_TYPE);
+    f.op_type_unsupported = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
 }
 END_TEST

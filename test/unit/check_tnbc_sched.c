@@ -17,14 +17,27 @@
 
 typedef struct {
     MPIR_Tnbc_sched_t s;
-    unsigned char *sendspace, *recvspace;
+    unsigned char *sendspace, *recvspace, *workspace;
     int *state;                 /* 0 idle, 1 posted, 2 done */
     int *post_seq;              /* order in which entries were posted */
 } sim_rank_t;
 
-/* Match posted sends and receives pair by pair, in posting order. Returns 1 if anything
- * completed. */
-static int match(sim_rank_t * r, int size)
+/* A matched pair whose data has moved but whose requests have not completed yet. */
+typedef struct {
+    int src, si, dst, ri;
+} sim_flight_t;
+
+static unsigned sim_seed;
+
+static unsigned char *space_of(sim_rank_t * r, MPIR_Tnbc_space_t space)
+{
+    return space == MPIR_TNBC_SPACE_SEND ? r->sendspace :
+        space == MPIR_TNBC_SPACE_RECV ? r->recvspace : r->workspace;
+}
+
+/* Match posted sends and receives pair by pair, in posting order; the data moves at once, the
+ * requests complete later in random order (as rendezvous transfers may). */
+static int match(sim_rank_t * r, int size, sim_flight_t * flight, int *nflight)
 {
     int any = 0;
     for (int src = 0; src < size; src++) {
@@ -51,10 +64,10 @@ static int match(sim_rank_t * r, int size)
                     break;
                 MPIR_Tnbc_entry_t *se = &r[src].s.entries[si], *re = &r[dst].s.entries[ri];
                 ck_assert_uint_eq(se->len, re->len);
-                const unsigned char *from = se->from_recv ? r[src].recvspace + se->off
-                    : r[src].sendspace + se->off;
-                memcpy(r[dst].recvspace + re->off, from, re->len);
-                r[src].state[si] = r[dst].state[ri] = 2;
+                memcpy(space_of(&r[dst], re->space) + re->off,
+                       space_of(&r[src], se->space) + se->off, re->len);
+                r[src].state[si] = r[dst].state[ri] = 3;        /* matched, in flight */
+                flight[(*nflight)++] = (sim_flight_t) {src, si, dst, ri};
                 any = 1;
             }
         }
@@ -62,10 +75,43 @@ static int match(sim_rank_t * r, int size)
     return any;
 }
 
-/* Run all ranks to completion; fails on a deadlock. */
+/* Complete a random part of the pairs in flight (at least one). */
+static int complete_some(sim_rank_t * r, sim_flight_t * flight, int *nflight)
+{
+    int n = *nflight, kept = 0, done = 0;
+    int must = n ? (int) (rand_r(&sim_seed) % n) : -1;
+    for (int k = 0; k < n; k++) {
+        if (k == must || rand_r(&sim_seed) % 3 == 0) {
+            r[flight[k].src].state[flight[k].si] = 2;
+            r[flight[k].dst].state[flight[k].ri] = 2;
+            done = 1;
+        } else {
+            flight[kept++] = flight[k];
+        }
+    }
+    *nflight = kept;
+    return done;
+}
+
+/* Local work of an entry: a copy, or a reduction (bytewise sum, commutative and exact). */
+static void run_local(sim_rank_t * r, const MPIR_Tnbc_entry_t * e)
+{
+    unsigned char *dst = space_of(r, e->space) + e->off;
+    const unsigned char *src = space_of(r, e->src_space) + e->src_off;
+    if (e->kind == MPIR_TNBC_COPY)
+        memcpy(dst, src, e->len);
+    else
+        for (size_t b = 0; b < e->len; b++)
+            dst[b] = (unsigned char) (dst[b] + src[b]);
+}
+
+/* Run all ranks to completion with the engine's posting rules; fails on a deadlock. */
 static void simulate(sim_rank_t * r, int size)
 {
-    int seq = 0;
+    int seq = 0, nflight = 0, nentries = 0;
+    for (int k = 0; k < size; k++)
+        nentries += r[k].s.n;
+    sim_flight_t *flight = malloc((nentries + 1) * sizeof(*flight));
     while (1) {
         int any = 0, open = 0;
         for (int k = 0; k < size; k++) {
@@ -73,31 +119,36 @@ static void simulate(sim_rank_t * r, int size)
             for (int j = 0; j < s->n; j++) {
                 int i = s->order[j];
                 MPIR_Tnbc_entry_t *e = &s->entries[i];
-                if (r[k].state[i] != 0 || (e->after >= 0 && r[k].state[e->after] != 2))
+                if (r[k].state[i] != 0 || (e->after >= 0 && r[k].state[e->after] != 2) ||
+                    (e->after2 >= 0 && r[k].state[e->after2] != 2) ||
+                    (e->prev_peer >= 0 && r[k].state[e->prev_peer] == 0))
                     continue;
                 r[k].post_seq[i] = seq++;
                 r[k].state[i] = 1;
                 any = 1;
-                if (e->kind == MPIR_TNBC_COPY) {
-                    memcpy(r[k].recvspace + e->off, r[k].sendspace + e->src_off, e->len);
+                if (e->kind == MPIR_TNBC_COPY || e->kind == MPIR_TNBC_REDUCE) {
+                    run_local(&r[k], e);
                     r[k].state[i] = 2;
                 }
             }
         }
-        any |= match(r, size);
+        any |= match(r, size, flight, &nflight);
+        any |= complete_some(r, flight, &nflight);
         for (int k = 0; k < size; k++)
             for (int i = 0; i < r[k].s.n; i++)
                 open += (r[k].state[i] != 2);
         if (!open)
-            return;
+            break;
         ck_assert_msg(any, "schedule deadlocks with %d entries open", open);
     }
+    free(flight);
 }
 
 static void sim_alloc(sim_rank_t * r, size_t sbytes, size_t rbytes, int rank)
 {
     r->sendspace = malloc(sbytes + 1);
     r->recvspace = calloc(rbytes + 1, 1);
+    r->workspace = calloc(r->s.work_bytes + 1, 1);
     for (size_t b = 0; b < sbytes; b++)
         r->sendspace[b] = (unsigned char) (rank * 31 + b * 7 + 1);
     r->state = calloc(r->s.n + 1, sizeof(int));
@@ -109,6 +160,7 @@ static void sim_free(sim_rank_t * r, int size)
     for (int k = 0; k < size; k++) {
         free(r[k].sendspace);
         free(r[k].recvspace);
+        free(r[k].workspace);
         free(r[k].state);
         free(r[k].post_seq);
         MPIR_Tnbc_sched_free(&r[k].s);
@@ -283,7 +335,7 @@ static void run_bcast(int size, int root, size_t nbytes, int nseg)
             if (e->kind == MPIR_TNBC_SEND && k != root) {
                 ck_assert_int_ge(e->after, 0);
                 ck_assert_uint_eq(r[k].s.entries[e->after].off, e->off);
-                ck_assert(e->from_recv);
+                ck_assert_int_eq(e->space, MPIR_TNBC_SPACE_RECV);
             }
         }
     }
@@ -326,6 +378,259 @@ START_TEST(bad_arguments)
 }
 END_TEST
 
+/* Entries that may run after the call returned and read the send space must name a send
+ * sub-message (it stays guarded or copied until they are done); receive subs are disjoint. */
+static void check_send_readers(const MPIR_Tnbc_sched_t * s)
+{
+    for (int i = 0; i < s->n; i++) {
+        const MPIR_Tnbc_entry_t *e = &s->entries[i];
+        int reads_send = (e->kind == MPIR_TNBC_SEND && e->space == MPIR_TNBC_SPACE_SEND) ||
+            (e->kind == MPIR_TNBC_REDUCE && e->src_space == MPIR_TNBC_SPACE_SEND) ||
+            (e->kind == MPIR_TNBC_COPY && e->src_space == MPIR_TNBC_SPACE_SEND);
+        int late = e->after >= 0 || e->after2 >= 0 || e->prev_peer >= 0;
+        if (reads_send && (late || e->kind == MPIR_TNBC_SEND))
+            ck_assert_msg(e->sub >= 0 && !MPIR_Tnbc_entry_fills_recv(e), "entry %d", i);
+        if (e->kind == MPIR_TNBC_REDUCE)
+            ck_assert_uint_eq(e->len % s->elem, 0);
+    }
+    for (int i = 1; i < s->nrecv_sub; i++)
+        ck_assert_uint_le(s->recv_sub_off[i - 1] + s->recv_sub_len[i - 1], s->recv_sub_off[i]);
+    ck_assert(MPIR_Tnbc_sched_send_subs_disjoint(s));
+}
+
+/* 1 when got[0..n) is the sum of the sim_alloc inputs of ranks lo..hi at bytes from off
+ * (one assertion per buffer: Check records every assertion) */
+static int is_input_sum(const unsigned char *got, size_t n, int lo, int hi, size_t off)
+{
+    for (size_t b = 0; b < n; b++) {
+        unsigned char v = 0;
+        for (int q = lo; q <= hi; q++)
+            v = (unsigned char) (v + q * 31 + (off + b) * 7 + 1);
+        if (got[b] != v)
+            return 0;
+    }
+    return 1;
+}
+
+/* Allreduce (root < 0) or Reduce */
+static void run_reduce(int size, int root, size_t nbytes, size_t elem)
+{
+    sim_rank_t *r = calloc(size, sizeof(*r));
+    for (int k = 0; k < size; k++) {
+        MPIR_Tnbc_sched_init(&r[k].s);
+        int rc = root < 0 ? MPIR_Tnbc_sched_allreduce(&r[k].s, k, size, nbytes, elem) :
+            MPIR_Tnbc_sched_reduce(&r[k].s, k, size, root, nbytes, elem);
+        ck_assert_int_eq(rc, MPIR_TNBC_SCHED_OK);
+        int needs = root < 0 || root == k;
+        ck_assert_uint_eq(r[k].s.recv_bytes, needs ? nbytes : 0);
+        check_send_readers(&r[k].s);
+        sim_alloc(&r[k], nbytes, nbytes, k);
+    }
+    simulate(r, size);
+    for (int k = 0; k < size; k++) {
+        if (root >= 0 && k != root)
+            continue;
+        ck_assert_msg(is_input_sum(r[k].recvspace, nbytes, 0, size - 1, 0),
+                      "size %d root %d nbytes %zu: rank %d", size, root, nbytes, k);
+    }
+    sim_free(r, size);
+}
+
+START_TEST(allreduce_and_reduce_deliver_the_sum)
+{
+    const size_t E = MPIR_TNBC_SCHED_EDGE;
+    size_t sizes[] = { 4, 40, 2 * E, 2 * E + 8, 5 * E + 24, 100000 };
+    for (int size = 1; size <= 7; size++)
+        for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+            sim_seed = (unsigned) (size * 100 + i);
+            run_reduce(size, -1, sizes[i], 4);
+            run_reduce(size, size / 2, sizes[i], 4);
+            run_reduce(size, 0, sizes[i] / 4 * 8, 8);
+        }
+    run_reduce(5, 2, 12 * 3001, 12);    /* elements that do not divide the edge */
+    run_reduce(3, -1, 12 * 3001, 12);
+}
+END_TEST
+
+static void run_reduce_scatter(int size, size_t(*bytes)(int, int), size_t elem)
+{
+    sim_rank_t *r = calloc(size, sizeof(*r));
+    size_t *b = malloc(size * sizeof(size_t)), total = 0;
+    for (int c = 0; c < size; c++) {
+        b[c] = bytes(c, size) * elem;
+        total += b[c];
+    }
+    for (int k = 0; k < size; k++) {
+        MPIR_Tnbc_sched_init(&r[k].s);
+        ck_assert_int_eq(MPIR_Tnbc_sched_reduce_scatter(&r[k].s, k, size, b, elem),
+                         MPIR_TNBC_SCHED_OK);
+        ck_assert_uint_eq(r[k].s.recv_bytes, b[k]);
+        check_send_readers(&r[k].s);
+        sim_alloc(&r[k], total, b[k], k);
+    }
+    simulate(r, size);
+    size_t boff = 0;
+    for (int k = 0; k < size; k++) {
+        ck_assert_msg(is_input_sum(r[k].recvspace, b[k], 0, size - 1, boff), "rank %d", k);
+        boff += b[k];
+    }
+    free(b);
+    sim_free(r, size);
+}
+
+static size_t block_uniform(int c, int size)
+{
+    return 3000;
+}
+
+static size_t block_skewed(int c, int size)
+{
+    return (c % 3 == 1) ? 0 : (size_t) (c + 1) * 1500 + 3;
+}
+
+START_TEST(reduce_scatter_delivers_each_block)
+{
+    for (int size = 1; size <= 7; size++) {
+        sim_seed = (unsigned) size;
+        run_reduce_scatter(size, block_uniform, 4);
+        run_reduce_scatter(size, block_skewed, 4);
+        run_reduce_scatter(size, block_skewed, 1);
+    }
+}
+END_TEST
+
+static void run_scan(int size, size_t nbytes, size_t elem, int nseg, int exclusive)
+{
+    sim_rank_t *r = calloc(size, sizeof(*r));
+    for (int k = 0; k < size; k++) {
+        MPIR_Tnbc_sched_init(&r[k].s);
+        ck_assert_int_eq(MPIR_Tnbc_sched_scan(&r[k].s, k, size, nbytes, elem, nseg, exclusive),
+                         MPIR_TNBC_SCHED_OK);
+        ck_assert_uint_eq(r[k].s.recv_bytes, (exclusive && k == 0) ? 0 : nbytes);
+        check_send_readers(&r[k].s);
+        sim_alloc(&r[k], nbytes, nbytes, k);
+    }
+    simulate(r, size);
+    for (int k = exclusive; k < size; k++)
+        ck_assert_msg(is_input_sum(r[k].recvspace, nbytes, 0, k - exclusive, 0), "rank %d", k);
+    sim_free(r, size);
+}
+
+START_TEST(scan_and_exscan_deliver_prefixes)
+{
+    for (int size = 1; size <= 6; size++)
+        for (int nseg = 1; nseg <= 4; nseg += 3) {
+            sim_seed = (unsigned) (size * 10 + nseg);
+            run_scan(size, 4, 4, nseg, 0);
+            run_scan(size, 40000, 8, nseg, 0);
+            run_scan(size, 4, 4, nseg, 1);
+            run_scan(size, 40000, 8, nseg, 1);
+        }
+}
+END_TEST
+
+START_TEST(sends_to_one_peer_post_in_schedule_order)
+{
+    /* the forwards of a Bcast depend on receives that may complete in any order */
+    MPIR_Tnbc_sched_t s;
+    MPIR_Tnbc_sched_init(&s);
+    ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&s, 4, 8, 0, 100000, 4), MPIR_TNBC_SCHED_OK);
+    int prev = -1;
+    for (int j = 0; j < s.n; j++) {
+        MPIR_Tnbc_entry_t *e = &s.entries[s.order[j]];
+        if (e->kind == MPIR_TNBC_SEND && e->peer == 6) {
+            ck_assert_int_eq(e->prev_peer, prev);
+            prev = s.order[j];
+        }
+    }
+    ck_assert_int_ge(prev, 0);
+    MPIR_Tnbc_sched_free(&s);
+}
+END_TEST
+
+/* Neighbour lists with a repeated peer, MPI_PROC_NULL and this rank itself. */
+enum { NBR_DEG = 5 };
+
+static size_t nbr_bytes(int q, int e)
+{
+    return 3000 + (size_t) e * 5000 + (size_t) q * 7;
+}
+
+static void nbr_lists(int k, int size, int *dests, int *srcs)
+{
+    int up = (k + 1) % size, down = (k - 1 + size) % size;
+    int d[NBR_DEG] = { up, up, down, -1, k }, s[NBR_DEG] = { down, down, up, -1, k };
+    memcpy(dests, d, sizeof(d));
+    memcpy(srcs, s, sizeof(s));
+}
+
+/* Which piece of its dests list srcs[j] of rank k sent: the i-th send to k in list order
+ * meets the i-th receive from that source in list order, or in reverse list order. */
+static int nbr_src_piece(int k, int size, int j, int rev)
+{
+    int dests[NBR_DEG], srcs[NBR_DEG], q, nth = 0;
+    nbr_lists(k, size, dests, srcs);
+    q = srcs[j];
+    for (int x = rev ? NBR_DEG - 1 : 0; rev ? x > j : x < j; x += rev ? -1 : 1)
+        nth += (srcs[x] == q);
+    nbr_lists(q, size, dests, srcs);
+    for (int e = 0; e < NBR_DEG; e++)
+        if (dests[e] == k && nth-- == 0)
+            return e;
+    return -1;
+}
+
+static void run_neighbor(int size, int rev)
+{
+    sim_rank_t *r = calloc(size, sizeof(*r));
+    size_t soff[NBR_DEG], roff[NBR_DEG], sb[NBR_DEG], rb[NBR_DEG];
+    for (int k = 0; k < size; k++) {
+        int dests[NBR_DEG], srcs[NBR_DEG];
+        size_t st = 0, rt = 0;
+        nbr_lists(k, size, dests, srcs);
+        for (int e = 0; e < NBR_DEG; e++) {
+            sb[e] = nbr_bytes(k, e);
+            soff[e] = st;
+            st += sb[e];
+            rb[e] = srcs[e] < 0 ? 0 : nbr_bytes(srcs[e], nbr_src_piece(k, size, e, rev));
+            roff[e] = rt;
+            rt += rb[e];
+        }
+        MPIR_Tnbc_sched_init(&r[k].s);
+        ck_assert_int_eq(MPIR_Tnbc_sched_neighbor(&r[k].s, NBR_DEG, dests, sb, soff, NBR_DEG,
+                                                  srcs, rb, roff, rev), MPIR_TNBC_SCHED_OK);
+        check_send_readers(&r[k].s);
+        sim_alloc(&r[k], st, rt, k);
+    }
+    simulate(r, size);
+    for (int k = 0; k < size; k++) {
+        int dests[NBR_DEG], srcs[NBR_DEG];
+        size_t rt = 0;
+        nbr_lists(k, size, dests, srcs);
+        for (int e = 0; e < NBR_DEG; e++) {
+            if (srcs[e] < 0)
+                continue;
+            int piece = nbr_src_piece(k, size, e, rev);
+            size_t n = nbr_bytes(srcs[e], piece), so = 0;
+            for (int x = 0; x < piece; x++)
+                so += nbr_bytes(srcs[e], x);
+            ck_assert_mem_eq(r[k].recvspace + rt, r[srcs[e]].sendspace + so, n);
+            rt += n;
+        }
+    }
+    sim_free(r, size);
+}
+
+START_TEST(neighbor_lists_deliver_as_mpich_matches)
+{
+    for (int size = 1; size <= 5; size++) {
+        sim_seed = (unsigned) size;
+        run_neighbor(size, 0);
+        run_neighbor(size, 1);
+    }
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
     Suite *s = suite_create("tnbc_sched");
@@ -336,12 +641,20 @@ static Suite *sched_suite(void)
     tcase_add_test(a, alltoallv_overlapping_receives_are_reported);
     tcase_add_test(a, alltoallv_overlapping_sends_are_allowed);
     tcase_add_test(a, large_pieces_travel_as_edges_first);
+    tcase_add_test(a, neighbor_lists_deliver_as_mpich_matches);
     suite_add_tcase(s, a);
     TCase *b = tcase_create("bcast");
     tcase_add_test(b, bcast_tree_delivers_every_segment);
     tcase_add_test(b, bcast_more_segments_than_bytes);
     tcase_add_test(b, bad_arguments);
+    tcase_add_test(b, sends_to_one_peer_post_in_schedule_order);
     suite_add_tcase(s, b);
+    TCase *c = tcase_create("reductions");
+    tcase_set_timeout(c, 60);
+    tcase_add_test(c, allreduce_and_reduce_deliver_the_sum);
+    tcase_add_test(c, reduce_scatter_delivers_each_block);
+    tcase_add_test(c, scan_and_exscan_deliver_prefixes);
+    suite_add_tcase(s, c);
     return s;
 }
 

@@ -60,9 +60,14 @@ typedef struct {
                                  * /proc/sys/vm/max_map_count */
     MPIR_Pageguard_on_replaced_t on_replaced;
     /* Called in the handler before a thread waits for a guarded page (may be NULL). A thread
-     * that must not wait -- it holds a lock the progress side needs -- is stopped there. */
-    void (*before_wait) (void *addr);
+     * that must not wait -- it holds the lock under which sub-messages complete -- returns
+     * MPIR_PAGEGUARD_FORGET: the page is forgotten (made accessible, its data dropped, as in
+     * MPIR_Pageguard_forget_recv) and the access goes on. */
+    int (*before_wait) (void *addr);
 } MPIR_Pageguard_config_t;
+
+#define MPIR_PAGEGUARD_WAIT   0
+#define MPIR_PAGEGUARD_FORGET 1
 
 /* Region flags */
 #define MPIR_PAGEGUARD_TRACE 0x1        /* data is already in place: every sub-message is complete
@@ -79,6 +84,8 @@ typedef struct {
     unsigned long replaced;     /* times our handler was found replaced */
     uint64_t stall_ns;          /* time spent waiting inside the handler */
     unsigned long mprotect_calls;
+    unsigned long forgotten;    /* receive pages dropped: unmapped or reused before their data
+                                 * came (forget_recv, before_wait) */
     size_t map_budget, maps_in_use;
 } MPIR_Pageguard_stats_t;
 
@@ -130,6 +137,15 @@ typedef enum {
     MPIR_PAGEGUARD_TOUCH_WRITE
 } MPIR_Pageguard_touch_t;
 size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard_touch_t touch);
+
+/* [addr, addr + len) (whole pages) is about to be unmapped or discarded (munmap, a heap trim,
+ * madvise), e.g. by free(). Receive pages in it that still wait for data are forgotten: they
+ * are made accessible now, that data never lands there (the memory may be mapped again for
+ * someone else), and they are no longer ours to protect or open. Does not wait and does not
+ * allocate, so it is safe where the caller holds the allocator's lock.
+ * Send regions are left alone (their pages are read until the data has left). Returns the
+ * number of pages forgotten. */
+size_t MPIR_Pageguard_forget_recv(const void *addr, size_t len);
 
 /* Remove the region. With pages still protected (an abandoned operation) they are made
  * accessible first and waiters are woken; their content is then undefined. */

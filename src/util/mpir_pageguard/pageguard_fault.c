@@ -195,14 +195,26 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
         release_touched(r, k, page);
         return;
     }
-    if (MPII_pageguard.config.before_wait)
-        MPII_pageguard.config.before_wait((void *) addr);
+    if (MPII_pageguard.config.before_wait &&
+        MPII_pageguard.config.before_wait((void *) addr) == MPIR_PAGEGUARD_FORGET) {
+        /* no completion can run meanwhile: the caller holds the lock they need */
+        unsigned char guarded = MPII_PAGE_GUARDED;
+        if (atomic_compare_exchange_strong(&r->page_state[page], &guarded,
+                                           MPII_PAGE_FORGOTTEN)) {
+            MPII_Pageguard_mprotect(r->gbase + page * MPII_pageguard.pagesize,
+                                    MPII_pageguard.pagesize, PROT_READ | PROT_WRITE);
+            atomic_fetch_sub(&r->unreleased, 1);
+            atomic_fetch_add(&MPII_pageguard.forgotten, 1);
+            MPII_Pageguard_wake(r);
+        }
+        return;
+    }
     uint64_t t0 = MPII_Pageguard_now_ns();
     atomic_fetch_add(&MPII_pageguard.waiting, 1);
     atomic_fetch_add(&r->waiters, 1);
-    while (atomic_load(&r->page_state[page]) != MPII_PAGE_RELEASED) {
+    while (atomic_load(&r->page_state[page]) == MPII_PAGE_GUARDED) {
         unsigned int seq = atomic_load(&r->seq);
-        if (atomic_load(&r->page_state[page]) == MPII_PAGE_RELEASED)
+        if (atomic_load(&r->page_state[page]) != MPII_PAGE_GUARDED)
             break;
         futex_wait(&r->seq, seq);
     }
@@ -221,23 +233,22 @@ static void handler(int sig, siginfo_t * info, void *uctx)
         size_t ps = MPII_pageguard.pagesize;
         for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
             MPII_Pageguard_slot_t *slot = &MPII_pageguard.slots[i];
-            if (atomic_load(&slot->state) != MPII_SLOT_ACTIVE)
+            MPIR_Pageguard_region_t *r = MPII_Pageguard_slot_enter(slot);
+            if (!r)
                 continue;
-            atomic_fetch_add(&slot->users, 1);
-            /* Re-check after announcing ourselves: unregister waits for users to drop to 0. */
-            MPIR_Pageguard_region_t *r = slot->region;
-            if (atomic_load(&slot->state) == MPII_SLOT_ACTIVE && addr >= r->gbase &&
-                addr < r->gbase + r->npages * ps) {
+            if (addr >= r->gbase && addr < r->gbase + r->npages * ps) {
                 size_t page = (addr - r->gbase) / ps;
-                if (atomic_load(&r->page_state[page]) != MPII_PAGE_UNGUARDED) {
+                int state = atomic_load(&r->page_state[page]);
+                /* a released page: the fault raced with its opening, run the access again */
+                if (state == MPII_PAGE_GUARDED || state == MPII_PAGE_RELEASED) {
                     on_our_page(r, addr, page);
-                    atomic_fetch_sub(&slot->users, 1);
+                    MPII_Pageguard_slot_leave(slot);
                     unmatched_addr = 0;
                     errno = saved_errno;
                     return;
                 }
             }
-            atomic_fetch_sub(&slot->users, 1);
+            MPII_Pageguard_slot_leave(slot);
         }
         if (atomic_load(&MPII_pageguard.on) && unmatched_addr != addr) {
             unmatched_addr = addr;      /* run the instruction once more */
@@ -264,13 +275,11 @@ size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard
         return 0;
     for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
         MPII_Pageguard_slot_t *slot = &MPII_pageguard.slots[i];
-        if (atomic_load(&slot->state) != MPII_SLOT_ACTIVE)
+        MPIR_Pageguard_region_t *r = MPII_Pageguard_slot_enter(slot);
+        if (!r)
             continue;
-        atomic_fetch_add(&slot->users, 1);
-        MPIR_Pageguard_region_t *r = slot->region;
         uintptr_t rend = r->gbase + r->npages * ps;
-        if (atomic_load(&slot->state) == MPII_SLOT_ACTIVE && lo < rend && hi > r->gbase &&
-            atomic_load(&r->unreleased) > 0) {
+        if (lo < rend && hi > r->gbase && atomic_load(&r->unreleased) > 0) {
             size_t first = (lo > r->gbase ? lo - r->gbase : 0) / ps;
             size_t last = ((hi < rend ? hi : rend) - r->gbase - 1) / ps;
             for (size_t p = first; p <= last; p++) {
@@ -286,7 +295,7 @@ size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard
                     (void) *b;
             }
         }
-        atomic_fetch_sub(&slot->users, 1);
+        MPII_Pageguard_slot_leave(slot);
     }
     return found;
 }

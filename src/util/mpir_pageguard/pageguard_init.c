@@ -182,4 +182,5 @@ void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats)
     stats->replaced = atomic_load(&MPII_pageguard.replaced);
     stats->stall_ns = atomic_load(&MPII_pageguard.stall_ns);
     stats->mprotect_calls = atomic_load(&MPII_pageguard.mprotect_calls);
+    stats->forgotten = atomic_load(&MPII_pageguard.forgotten);
 }

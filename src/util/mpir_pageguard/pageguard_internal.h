@@ -22,7 +22,9 @@
 enum {
     MPII_PAGE_UNGUARDED = 0,    /* holds no sub-message byte: never protected by us */
     MPII_PAGE_GUARDED = 1,      /* protected, waiting for its sub-messages */
-    MPII_PAGE_RELEASED = 2      /* accessible again */
+    MPII_PAGE_RELEASED = 2,     /* accessible again */
+    MPII_PAGE_FORGOTTEN = 3     /* unmapped by the application: never landed, touched or
+                                 * protected again */
 };
 
 struct MPIR_Pageguard_region {
@@ -71,12 +73,34 @@ typedef struct {
 
     struct sigaction previous;  /* the handler we chain to */
     _Atomic unsigned long faults, foreign_faults, replaced, mprotect_calls;
+    _Atomic unsigned long forgotten;    /* pages given up by before_wait */
     _Atomic uint64_t stall_ns;
     _Atomic int waiting;        /* threads waiting in the handler */
     unsigned long regions, refused_budget, refused_nomem, refused_landing, refused_other;
 } MPII_Pageguard_global_t;
 
 extern MPII_Pageguard_global_t MPII_pageguard;
+
+/* Use a slot's region, if it is active, without racing its unregistration: announce
+ * ourselves, then check again (unregister waits for the users to drop to 0). Returns NULL when
+ * the slot is not active; otherwise call MPII_Pageguard_slot_leave. Atomics only: safe in the
+ * signal handler. */
+static inline MPIR_Pageguard_region_t *MPII_Pageguard_slot_enter(MPII_Pageguard_slot_t * slot)
+{
+    if (atomic_load(&slot->state) != MPII_SLOT_ACTIVE)
+        return NULL;
+    atomic_fetch_add(&slot->users, 1);
+    if (atomic_load(&slot->state) != MPII_SLOT_ACTIVE) {
+        atomic_fetch_sub(&slot->users, 1);
+        return NULL;
+    }
+    return slot->region;
+}
+
+static inline void MPII_Pageguard_slot_leave(MPII_Pageguard_slot_t * slot)
+{
+    atomic_fetch_sub(&slot->users, 1);
+}
 
 int MPII_Pageguard_install_handler(void);
 void MPII_Pageguard_uninstall_handler(void);

@@ -318,6 +318,19 @@ int MPIR_Pageguard_sub_is_sync(MPIR_Pageguard_region_t * r, int k)
     return lo < r->guard_lo || hi > r->guard_hi;
 }
 
+static int is_forgotten(const MPIR_Pageguard_region_t * r, uintptr_t addr)
+{
+    return atomic_load(&r->page_state[(addr - r->gbase) / MPII_pageguard.pagesize]) ==
+        MPII_PAGE_FORGOTTEN;
+}
+
+/* the start of the page after addr's, at most limit */
+static uintptr_t next_page(uintptr_t addr, uintptr_t limit)
+{
+    uintptr_t next = addr - addr % MPII_pageguard.pagesize + MPII_pageguard.pagesize;
+    return next < limit ? next : limit;
+}
+
 /* Write bytes [lo, hi) of the buffer from staging. Inside the guardable pages the kernel
  * writes for us (the pages stay protected); outside, the memory is ordinary. */
 static int land(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi)
@@ -333,13 +346,23 @@ static int land(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi)
         memcpy((void *) lo, src, glo - lo);
     if (ghi < hi)
         memcpy((void *) ghi, src + (ghi - lo), hi - ghi);
+    /* in runs of pages that were not forgotten (normally one run) */
     for (uintptr_t at = glo; at < ghi;) {
-        ssize_t n = pwrite(MPII_pageguard.mem_fd, src + (at - lo), ghi - at, (off_t) at);
-        if (n < 0 && errno == EINTR)
+        if (is_forgotten(r, at)) {
+            at = next_page(at, ghi);
             continue;
-        if (n <= 0)
-            return -1;
-        at += (uintptr_t) n;
+        }
+        uintptr_t stop = next_page(at, ghi);
+        while (stop < ghi && !is_forgotten(r, stop))
+            stop = next_page(stop, ghi);
+        while (at < stop) {
+            ssize_t n = pwrite(MPII_pageguard.mem_fd, src + (at - lo), stop - at, (off_t) at);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return -1;
+            at += (uintptr_t) n;
+        }
     }
     return 0;
 }
@@ -395,6 +418,49 @@ int MPIR_Pageguard_complete(MPIR_Pageguard_region_t * r, int k)
   fn_exit:
     pthread_mutex_unlock(&r->lock);
     return rc;
+}
+
+size_t MPIR_Pageguard_forget_recv(const void *addr, size_t len)
+{
+    uintptr_t lo = (uintptr_t) addr, hi = lo + len;
+    size_t ps = MPII_pageguard.pagesize, forgotten = 0;
+
+    if (len == 0 || !atomic_load(&MPII_pageguard.on))
+        return 0;
+    for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
+        MPII_Pageguard_slot_t *slot = &MPII_pageguard.slots[i];
+        MPIR_Pageguard_region_t *r = MPII_Pageguard_slot_enter(slot);
+        if (!r)
+            continue;
+        uintptr_t rend = r->gbase + r->npages * ps;
+        if (r->kind == MPIR_PAGEGUARD_RECV && lo < rend && hi > r->gbase) {
+            /* the lock orders us with landing (complete) and unregistering, which never wait
+             * for the allocator while they hold it */
+            pthread_mutex_lock(&r->lock);
+            size_t first = (lo > r->gbase ? lo - r->gbase + ps - 1 : 0) / ps;
+            size_t end = ((hi < rend ? hi : rend) - r->gbase) / ps;
+            int n = 0;
+            for (size_t p = first; p < end; p++) {
+                unsigned char guarded = MPII_PAGE_GUARDED;
+                if (atomic_compare_exchange_strong(&r->page_state[p], &guarded,
+                                                   MPII_PAGE_FORGOTTEN)) {
+                    /* madvise(MADV_DONTNEED) reports the same event but keeps the mapping:
+                     * it must not stay protected for the heap's next user */
+                    MPII_Pageguard_mprotect(r->gbase + p * ps, ps, PROT_READ | PROT_WRITE);
+                    n++;
+                }
+            }
+            if (n) {
+                atomic_fetch_sub(&r->unreleased, n);
+                atomic_fetch_add(&MPII_pageguard.forgotten, n);
+                MPII_Pageguard_wake(r);
+                forgotten += n;
+            }
+            pthread_mutex_unlock(&r->lock);
+        }
+        MPII_Pageguard_slot_leave(slot);
+    }
+    return forgotten;
 }
 
 int MPIR_Pageguard_all_released(MPIR_Pageguard_region_t * r)

@@ -107,13 +107,27 @@ static int unpack_v(const char *packed, void *buf, const MPI_Aint counts[],
     goto fn_exit;
 }
 
+/* Every rank in ring order, or the neighbour lists of a topology. */
+static int build(MPIR_Tnbc_sched_t * s, int rank, const MPII_Tnbc_nbrs_t * nbrs, int ns,
+                 const size_t * sbytes, const size_t * soff, int nr, const size_t * rbytes,
+                 const size_t * roff)
+{
+    if (nbrs)
+        return MPIR_Tnbc_sched_neighbor(s, ns, nbrs->dsts, sbytes, soff, nr, nbrs->srcs, rbytes,
+                                        roff, nbrs->recv_reversed);
+    return MPIR_Tnbc_sched_alltoallv(s, rank, ns, sbytes, soff, rbytes, roff);
+}
+
 int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Aint sendcounts[],
                        const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
                        const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
-                       MPI_Datatype recvtype, MPIR_Comm * comm_ptr, int flags, int *handled)
+                       MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
+                       const MPII_Tnbc_nbrs_t * nbrs, int flags, int *handled)
 {
     int mpi_errno = MPI_SUCCESS;
-    int n = comm_ptr->local_size, rank = comm_ptr->rank;
+    int rank = comm_ptr->rank;
+    int ns = nbrs ? nbrs->outdegree : comm_ptr->local_size;
+    int nr = nbrs ? nbrs->indegree : comm_ptr->local_size;
     MPI_Aint ssize, rsize, sext, rext, lo, hi;
     MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
     MPII_Tnbc_op_t *op = NULL;
@@ -133,14 +147,21 @@ int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
     MPIR_Datatype_get_size_macro(recvtype, rsize);
     MPIR_Datatype_get_extent_macro(sendtype, sext);
     MPIR_Datatype_get_extent_macro(recvtype, rext);
-    MPIR_CHKLMEM_MALLOC(sbytes, size_t *, n * sizeof(size_t), mpi_errno, "sbytes", MPL_MEM_COLL);
-    MPIR_CHKLMEM_MALLOC(soff, size_t *, n * sizeof(size_t), mpi_errno, "soff", MPL_MEM_COLL);
-    MPIR_CHKLMEM_MALLOC(rbytes, size_t *, n * sizeof(size_t), mpi_errno, "rbytes", MPL_MEM_COLL);
-    MPIR_CHKLMEM_MALLOC(roff, size_t *, n * sizeof(size_t), mpi_errno, "roff", MPL_MEM_COLL);
-    for (int p = 0; p < n; p++) {
+    MPIR_CHKLMEM_MALLOC(sbytes, size_t *, (ns + 1) * sizeof(size_t), mpi_errno, "sbytes",
+                        MPL_MEM_COLL);
+    MPIR_CHKLMEM_MALLOC(soff, size_t *, (ns + 1) * sizeof(size_t), mpi_errno, "soff",
+                        MPL_MEM_COLL);
+    MPIR_CHKLMEM_MALLOC(rbytes, size_t *, (nr + 1) * sizeof(size_t), mpi_errno, "rbytes",
+                        MPL_MEM_COLL);
+    MPIR_CHKLMEM_MALLOC(roff, size_t *, (nr + 1) * sizeof(size_t), mpi_errno, "roff",
+                        MPL_MEM_COLL);
+    for (int p = 0; p < ns; p++) {
         sbytes[p] = sendcounts[p] > 0 ? sendcounts[p] * ssize : 0;
+        largest = MPL_MAX(largest, sbytes[p]);
+    }
+    for (int p = 0; p < nr; p++) {
         rbytes[p] = recvcounts[p] > 0 ? recvcounts[p] * rsize : 0;
-        largest = MPL_MAX(largest, MPL_MAX(sbytes[p], rbytes[p]));
+        largest = MPL_MAX(largest, rbytes[p]);
         largest_recv = MPL_MAX(largest_recv, rbytes[p]);
     }
 
@@ -156,12 +177,12 @@ int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
     /* Send space: the user's bytes in place when flat, else packed (MPI_IN_PLACE: always a
      * copy, as the receive buffer is overwritten). */
     if (!in_place && !(flags & MPII_TNBC_PACK_SEND) && MPII_Tnbc_is_flat(sendtype)) {
-        v_span(sendcounts, sdispls, sendtype, n, &lo, &hi);
-        for (int p = 0; p < n; p++)
+        v_span(sendcounts, sdispls, sendtype, ns, &lo, &hi);
+        for (int p = 0; p < ns; p++)
             soff[p] = sbytes[p] ? (size_t) (sdispls[p] * sext - lo) : 0;
         args.send_user = (const char *) sendbuf + lo;
     } else {
-        mpi_errno = pack_v(sendbuf, sendcounts, sdispls, sendtype, n, sbytes, soff,
+        mpi_errno = pack_v(sendbuf, sendcounts, sdispls, sendtype, ns, sbytes, soff,
                            (char **) &args.send_packed);
         MPIR_ERR_CHECK(mpi_errno);
     }
@@ -169,24 +190,24 @@ int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
     /* Receive space: the user's buffer when flat and the pieces do not overlap. */
     int recv_flat = MPII_Tnbc_is_flat(recvtype);
     if (recv_flat) {
-        v_span(recvcounts, rdispls, recvtype, n, &lo, &hi);
-        for (int p = 0; p < n; p++)
+        v_span(recvcounts, rdispls, recvtype, nr, &lo, &hi);
+        for (int p = 0; p < nr; p++)
             roff[p] = rbytes[p] ? (size_t) (rdispls[p] * rext - lo) : 0;
         args.recv_user = (char *) recvbuf + lo;
     }
     int rc = MPIR_TNBC_SCHED_ERR_OVERLAP;
     if (recv_flat)
-        rc = MPIR_Tnbc_sched_alltoallv(&args.sched, rank, n, sbytes, soff, rbytes, roff);
+        rc = build(&args.sched, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff);
     if (rc == MPIR_TNBC_SCHED_ERR_OVERLAP) {
         size_t total = 0;
         MPIR_Tnbc_sched_free(&args.sched);
-        for (int p = 0; p < n; p++) {
+        for (int p = 0; p < nr; p++) {
             roff[p] = total;
             total += rbytes[p];
         }
         args.recv_user = NULL;
         args.recv_packed = 1;
-        rc = MPIR_Tnbc_sched_alltoallv(&args.sched, rank, n, sbytes, soff, rbytes, roff);
+        rc = build(&args.sched, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff);
     }
     /* the self pair's type signatures differ: erroneous, and only this process is involved */
     MPIR_ERR_CHKANDJUMP(rc == MPIR_TNBC_SCHED_ERR_ARG, mpi_errno, MPI_ERR_TRUNCATE, "**truncate");
@@ -196,8 +217,8 @@ int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
     MPIR_ERR_CHECK(mpi_errno);
     if (op) {
         if (args.recv_packed)
-            mpi_errno = unpack_v(op->recv_tmp, recvbuf, recvcounts, rdispls, recvtype, n, rbytes,
-                                 roff);
+            mpi_errno = unpack_v(op->recv_tmp, recvbuf, recvcounts, rdispls, recvtype, nr,
+                                 rbytes, roff);
         MPII_Tnbc_op_free(op);
         MPIR_ERR_CHECK(mpi_errno);
     }
@@ -236,7 +257,7 @@ int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sen
         l.rd[p] = p * recvcount;
     }
     mpi_errno = MPII_Tnbc_pairwise(MPIR_TNBC_COLL_ALLTOALL, sendbuf, l.sc, l.sd, sendtype,
-                                   recvbuf, l.rc, l.rd, recvtype, comm_ptr,
+                                   recvbuf, l.rc, l.rd, recvtype, comm_ptr, NULL,
                                    MPII_TNBC_SIZE_IS_GLOBAL, tnbc_handled);
 
   fn_exit:
@@ -267,8 +288,8 @@ int MPIR_Tnbc_Alltoallv(const void *sendbuf, const MPI_Aint sendcounts[], const 
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
     }
     mpi_errno = MPII_Tnbc_pairwise(MPIR_TNBC_COLL_ALLTOALLV, sendbuf, sendcounts, sdispls,
-                                   sendtype, recvbuf, recvcounts, rdispls, recvtype, comm_ptr, 0,
-                                   tnbc_handled);
+                                   sendtype, recvbuf, recvcounts, rdispls, recvtype, comm_ptr,
+                                   NULL, 0, tnbc_handled);
   fn_fail:
     return mpi_errno;
 }

@@ -7,7 +7,8 @@
  * (see maint/patches). Each one first settles the buffers it is given (the stock path must not
  * fault on the guards of an earlier collective), then describes its call and offers it to the
  * family. The collectives with a schedule builder live in their own files (tnbc_alltoall.c,
- * tnbc_gather.c, tnbc_bcast.c); the rest are declined here and the stock path runs unchanged. */
+ * tnbc_gather.c, tnbc_bcast.c, tnbc_reduce.c, tnbc_neighbor.c); the rest are declined here
+ * and the stock path runs unchanged. */
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
@@ -50,131 +51,6 @@ int MPIR_Tnbc_Alltoallw(const void *sendbuf, const MPI_Aint sendcounts[], const 
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLTOALLW };
-    MPII_TNBC_SETTLE_ALL();
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
-                     MPI_Op op, int root, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
-                     int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_REDUCE };
-    MPII_TNBC_SETTLE(sendbuf, count, datatype);
-    MPII_TNBC_SETTLE(recvbuf, count, datatype);
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
-                        MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
-                        int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLREDUCE };
-    MPII_TNBC_SETTLE(sendbuf, count, datatype);
-    MPII_TNBC_SETTLE(recvbuf, count, datatype);
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Reduce_scatter(const void *sendbuf, void *recvbuf, const MPI_Aint recvcounts[],
-                             MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm_ptr,
-                             MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_REDUCE_SCATTER };
-    MPII_TNBC_SETTLE_ALL();
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint recvcount,
-                                   MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm_ptr,
-                                   MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_REDUCE_SCATTER_BLOCK };
-    MPII_TNBC_SETTLE(sendbuf, recvcount * MPII_Tnbc_peers(comm_ptr), datatype);
-    MPII_TNBC_SETTLE(recvbuf, recvcount, datatype);
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Scan(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
-                   MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_SCAN };
-    MPII_TNBC_SETTLE(sendbuf, count, datatype);
-    MPII_TNBC_SETTLE(recvbuf, count, datatype);
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Exscan(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
-                     MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_EXSCAN };
-    MPII_TNBC_SETTLE(sendbuf, count, datatype);
-    MPII_TNBC_SETTLE(recvbuf, count, datatype);
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Neighbor_allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                                 void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                                 MPIR_Comm * comm_ptr, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_NEIGHBOR_ALLGATHER };
-    MPII_TNBC_SETTLE_ALL();
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Neighbor_allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                                  void *recvbuf, const MPI_Aint recvcounts[],
-                                  const MPI_Aint displs[], MPI_Datatype recvtype,
-                                  MPIR_Comm * comm_ptr, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_NEIGHBOR_ALLGATHERV };
-    MPII_TNBC_SETTLE_ALL();
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Neighbor_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                                void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                                MPIR_Comm * comm_ptr, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL };
-    MPII_TNBC_SETTLE_ALL();
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Neighbor_alltoallv(const void *sendbuf, const MPI_Aint sendcounts[],
-                                 const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
-                                 const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
-                                 MPI_Datatype recvtype, MPIR_Comm * comm_ptr, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV };
     MPII_TNBC_SETTLE_ALL();
     return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
   fn_fail:

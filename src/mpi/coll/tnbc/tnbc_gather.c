@@ -46,7 +46,7 @@ static int allgather_any(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint se
     for (int p = 0; p < n; p++)
         l.sc[p] = sendcount;
     mpi_errno = MPII_Tnbc_pairwise(coll, sendbuf, l.sc, l.sd, sendtype, recvbuf, l.rc, l.rd,
-                                   recvtype, comm_ptr, flags, handled);
+                                   recvtype, comm_ptr, NULL, flags, handled);
   fn_exit:
     MPL_free(l.sc);
     return mpi_errno;
@@ -126,7 +126,7 @@ static int gather_any(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendc
         recvtype = sendtype;    /* ignored at non-roots: may not be a valid handle */
     }
     mpi_errno = MPII_Tnbc_pairwise(coll, sendbuf, l.sc, l.sd, sendtype, recvbuf, l.rc, l.rd,
-                                   recvtype, comm_ptr, flags, handled);
+                                   recvtype, comm_ptr, NULL, flags, handled);
   fn_exit:
     MPL_free(l.sc);
     return mpi_errno;
@@ -209,7 +209,7 @@ static int scatter_any(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
         sendtype = recvtype;    /* ignored at non-roots: may not be a valid handle */
     }
     mpi_errno = MPII_Tnbc_pairwise(coll, sendbuf, l.sc, l.sd, sendtype, recvbuf, l.rc, l.rd,
-                                   recvtype, comm_ptr, flags, handled);
+                                   recvtype, comm_ptr, NULL, flags, handled);
   fn_exit:
     MPL_free(l.sc);
     return mpi_errno;

@@ -70,6 +70,8 @@ typedef struct {
     void *send_packed;          /* or: an already packed send space (malloc'd, taken over) */
     int recv_packed;            /* receive into a temporary buffer (caller unpacks) */
     int small;                  /* this process's pieces are below the threshold */
+    MPI_Datatype reduce_type;   /* REDUCE entries: builtin type and op */
+    MPI_Op reduce_op;
 } MPII_Tnbc_start_t;
 
 typedef struct MPII_Tnbc_op {
@@ -95,6 +97,10 @@ typedef struct MPII_Tnbc_op {
     int *send_left;             /* per send sub-message: sends still running */
     MPIR_Pageguard_region_t *send_region;
 
+    char *work;                 /* the schedule's work space */
+    MPI_Datatype reduce_type;
+    MPI_Op reduce_op;
+
     int error;                  /* an MPI error code seen after the call returned */
     uint64_t t_start_ns;
 } MPII_Tnbc_op_t;
@@ -119,15 +125,25 @@ static inline int MPII_Tnbc_is_flat(MPI_Datatype type)
     return true_lb == 0 && extent == size;
 }
 
+/* Neighbour lists of a topology communicator (MPI_PROC_NULL entries move nothing). */
+typedef struct {
+    int indegree, outdegree;
+    int *srcs, *dsts;
+    int recv_reversed;          /* repeated neighbours match in reverse srcs order (sched.h) */
+} MPII_Tnbc_nbrs_t;
+
 /* The pairwise engine (tnbc_alltoall.c): each peer p gets sendcounts[p] elements from
  * sendbuf + sdispls[p] * extent and sends recvcounts[p] into recvbuf + rdispls[p] * extent.
- * Alltoall(v) and the gather family are built on it. MPI_IN_PLACE has Alltoall(v) semantics. */
+ * Alltoall(v) and the gather family are built on it (nbrs NULL: peer p is rank p), the
+ * neighbour collectives too (peer p is nbrs->dsts[p] for sends, nbrs->srcs[p] for receives).
+ * MPI_IN_PLACE has Alltoall(v) semantics. */
 #define MPII_TNBC_SIZE_IS_GLOBAL 0x1    /* piece sizes are the same on every process */
 #define MPII_TNBC_PACK_SEND      0x2    /* always copy the send side (it aliases the receive) */
 int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Aint sendcounts[],
                        const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
                        const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
-                       MPI_Datatype recvtype, MPIR_Comm * comm_ptr, int flags, int *handled);
+                       MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
+                       const MPII_Tnbc_nbrs_t * nbrs, int flags, int *handled);
 /* Per-peer send/receive counts and displacements for the pairwise engine: four arrays of n,
  * zeroed, in one allocation (free with MPL_free(l.sc)). */
 typedef struct {
@@ -159,6 +175,7 @@ int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op);
 int MPII_Tnbc_engine_start(void);       /* page guards, progress hook, helper thread */
 int MPII_Tnbc_engine_finalize(void);
 int MPII_Tnbc_watch_unmaps(void);      /* tnbc_syscalls.c: 1 when UCX reports unmaps */
+void MPII_Tnbc_tune_malloc(void);      /* tnbc_syscalls.c: free() unmaps send buffers safely */
 void MPII_Tnbc_engine_add(MPII_Tnbc_op_t * op);
 int MPII_Tnbc_wait_op(MPII_Tnbc_op_t * op, int sync_only);
 /* wait until no guarded page remains in [addr, addr + len) */

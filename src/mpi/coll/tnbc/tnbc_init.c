@@ -65,7 +65,17 @@ MPIR_Tnbc_policy_t MPII_Tnbc_policy;
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_GATHER) | \
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_GATHERV) | \
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_SCATTER) | \
-                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_SCATTERV))
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_SCATTERV) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLREDUCE) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_REDUCE) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_REDUCE_SCATTER) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_REDUCE_SCATTER_BLOCK) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_SCAN) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_EXSCAN) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_NEIGHBOR_ALLGATHER) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_NEIGHBOR_ALLGATHERV) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV))
 
 int MPIR_Tnbc_init(void)
 {
@@ -85,7 +95,8 @@ int MPIR_Tnbc_init(void)
     MPII_Tnbc_policy.supported_colls = MPII_TNBC_SUPPORTED_COLLS;
     MPII_Tnbc_policy.min_bytes = (size_t) MPIR_CVAR_TNBC_MIN_BYTES;
     MPII_Tnbc_pvars_register();
-
+    if (MPIR_CVAR_TNBC_ENABLE)
+        MPII_Tnbc_tune_malloc();        /* before the application allocates its buffers */
 
   fn_exit:
     return mpi_errno;

@@ -33,9 +33,26 @@ cvars:
 
 enum { MPII_TNBC_ENTRY_IDLE, MPII_TNBC_ENTRY_POSTED, MPII_TNBC_ENTRY_DONE };
 
-static const char *recv_space(const MPII_Tnbc_op_t * op)
+/* Where offset off of a space is. The send space is read through its sub-message's source
+ * (the user buffer, or a copy of the pieces on unguarded pages). */
+static char *space_at(const MPII_Tnbc_op_t * op, MPIR_Tnbc_space_t space, size_t off, int sub)
 {
-    return op->recv_base;
+    switch (space) {
+        case MPIR_TNBC_SPACE_RECV:
+            return op->recv_base + off;
+        case MPIR_TNBC_SPACE_WORK:
+            return op->work + off;
+        default:
+            if (sub >= 0)
+                return (char *) op->send_src[sub] + (off - op->sched.send_sub_off[sub]);
+            return (char *) op->send_user + off;
+    }
+}
+
+/* The entry reads a send sub-message: that sub stays guarded or copied until it is done. */
+static int reads_send_sub(const MPIR_Tnbc_entry_t * e)
+{
+    return e->sub >= 0 && !MPIR_Tnbc_entry_fills_recv(e);
 }
 
 /* Receive side: guard the user's pages when this process may return early. */
@@ -93,7 +110,7 @@ static int setup_send(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int early)
     for (int k = 0; k < n; k++)
         op->send_src[k] = op->send_user + s->send_sub_off[k];
     for (int i = 0; i < s->n; i++)
-        if (s->entries[i].kind == MPIR_TNBC_SEND && s->entries[i].sub >= 0)
+        if (reads_send_sub(&s->entries[i]))
             op->send_left[s->entries[i].sub]++;
 
     /* with no send sub-message only self copies read the send space, before we return */
@@ -136,6 +153,23 @@ static int setup_send(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int early)
     return MPI_SUCCESS;
 }
 
+/* After an error: entries that were never posted never will be. Give them up, so that waiting
+ * for the operation ends once the posted ones are done. Their sub-messages do not complete (no
+ * data lands); freeing the operation lifts their guards, and the error stays recorded. */
+static void abandon_unposted(MPII_Tnbc_op_t * op)
+{
+    if (!op->state) {
+        op->ndone = op->sched.n;
+        return;
+    }
+    for (int i = 0; i < op->sched.n; i++) {
+        if (op->state[i] == MPII_TNBC_ENTRY_IDLE) {
+            op->state[i] = MPII_TNBC_ENTRY_DONE;
+            op->ndone++;
+        }
+    }
+}
+
 int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -147,6 +181,8 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     MPIR_Comm_add_ref(op->comm);
     op->sched = args->sched;
     MPIR_Tnbc_sched_init(&args->sched);
+    op->reduce_type = args->reduce_type;
+    op->reduce_op = args->reduce_op;
     op->t_start_ns = MPII_Tnbc_now_ns();
     op->outcome = MPIR_TNBC_EARLY;
     if (args->recv_packed)
@@ -162,6 +198,10 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     op->req = MPL_calloc(n + 1, sizeof(MPIR_Request *), MPL_MEM_COLL);
     op->state = MPL_calloc(n + 1, 1, MPL_MEM_COLL);
     MPIR_ERR_CHKANDJUMP(!op->req || !op->state, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    if (op->sched.work_bytes) {
+        op->work = MPL_malloc(op->sched.work_bytes, MPL_MEM_COLL);
+        MPIR_ERR_CHKANDJUMP(!op->work, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    }
 
     setup_recv(op, args, op->outcome == MPIR_TNBC_EARLY);
     MPIR_ERR_CHKANDJUMP(op->recv_mode == MPII_TNBC_RECV_PACKED && !op->recv_tmp, mpi_errno,
@@ -181,6 +221,8 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     *op_out = op;
     return mpi_errno;
   fn_fail:
+    if (op)
+        abandon_unposted(op);
     goto fn_exit;
 }
 
@@ -205,19 +247,23 @@ static int post_entry(MPII_Tnbc_op_t * op, int i)
     MPIR_Tnbc_entry_t *e = &op->sched.entries[i];
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
 
+    char *at = space_at(op, e->space, e->off, reads_send_sub(e) ? e->sub : -1);
+    const char *src = space_at(op, e->src_space, e->src_off, reads_send_sub(e) ? e->sub : -1);
+
     switch (e->kind) {
         case MPIR_TNBC_RECV:
-            mpi_errno = MPIC_Irecv((char *) recv_space(op) + e->off, e->len, MPI_BYTE, e->peer,
-                                   op->tag, op->comm, &op->req[i]);
+            mpi_errno = MPIC_Irecv(at, e->len, MPI_BYTE, e->peer, op->tag, op->comm, &op->req[i]);
             break;
-        case MPIR_TNBC_SEND:{
-                const char *src = e->from_recv ? recv_space(op) + e->off : op->send_src[e->sub];
-                mpi_errno = MPIC_Isend(src, e->len, MPI_BYTE, e->peer, op->tag, op->comm,
-                                       &op->req[i], &errflag);
-                break;
-            }
+        case MPIR_TNBC_SEND:
+            mpi_errno = MPIC_Isend(at, e->len, MPI_BYTE, e->peer, op->tag, op->comm, &op->req[i],
+                                   &errflag);
+            break;
         case MPIR_TNBC_COPY:
-            memcpy((char *) recv_space(op) + e->off, op->send_user + e->src_off, e->len);
+            memcpy(at, src, e->len);
+            break;
+        case MPIR_TNBC_REDUCE:
+            mpi_errno = MPIR_Reduce_local(src, at, e->len / op->sched.elem, op->reduce_type,
+                                          op->reduce_op);
             break;
     }
     MPIR_ERR_CHECK(mpi_errno);
@@ -234,10 +280,10 @@ static void entry_done(MPII_Tnbc_op_t * op, int i)
     MPIR_Tnbc_entry_t *e = &op->sched.entries[i];
     op->state[i] = MPII_TNBC_ENTRY_DONE;
     op->ndone++;
-    if (e->kind == MPIR_TNBC_SEND)
-        send_done(op, e->sub);
-    else
+    if (MPIR_Tnbc_entry_fills_recv(e))
         recv_sub_done(op, e->sub);
+    else
+        send_done(op, e->sub);
 }
 
 int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
@@ -250,12 +296,14 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
         int i = s->order[j];
         MPIR_Tnbc_entry_t *e = &s->entries[i];
         if (op->state[i] == MPII_TNBC_ENTRY_IDLE) {
-            if (e->after >= 0 && op->state[e->after] != MPII_TNBC_ENTRY_DONE)
+            if ((e->after >= 0 && op->state[e->after] != MPII_TNBC_ENTRY_DONE) ||
+                (e->after2 >= 0 && op->state[e->after2] != MPII_TNBC_ENTRY_DONE) ||
+                (e->prev_peer >= 0 && op->state[e->prev_peer] == MPII_TNBC_ENTRY_IDLE))
                 continue;
             mpi_errno = post_entry(op, i);
             MPIR_ERR_CHECK(mpi_errno);
             *made_progress = 1;
-            if (e->kind == MPIR_TNBC_COPY) {
+            if (e->kind == MPIR_TNBC_COPY || e->kind == MPIR_TNBC_REDUCE) {
                 entry_done(op, i);
                 continue;
             }
@@ -276,6 +324,7 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
   fn_fail:
     if (!op->error)
         op->error = mpi_errno;
+    abandon_unposted(op);
     goto fn_exit;
 }
 
@@ -293,7 +342,7 @@ int MPII_Tnbc_op_sync_done(const MPII_Tnbc_op_t * op)
         return MPII_Tnbc_op_is_done(op) || op->outcome == MPIR_TNBC_EARLY;
     for (int i = 0; i < s->n; i++) {
         const MPIR_Tnbc_entry_t *e = &s->entries[i];
-        if (e->kind != MPIR_TNBC_SEND && op->state[i] != MPII_TNBC_ENTRY_DONE &&
+        if (MPIR_Tnbc_entry_fills_recv(e) && op->state[i] != MPII_TNBC_ENTRY_DONE &&
             MPIR_Pageguard_sub_is_sync(op->recv_region, e->sub))
             return 0;
     }
@@ -310,6 +359,7 @@ int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
         if (op->req && op->req[i])
             MPIR_Request_free(op->req[i]);
     MPL_free(op->recv_tmp);
+    MPL_free(op->work);
     MPL_free(op->send_copy);
     MPL_free(op->send_src);
     MPL_free(op->send_left);

@@ -41,6 +41,7 @@ static const char *const decision_names[MPIR_TNBC_DECISION_COUNT] = {
     [MPIR_TNBC_DECLINE_INTERNAL] = "MPICH-internal call",
     [MPIR_TNBC_DECLINE_INTERCOMM] = "intercommunicator",
     [MPIR_TNBC_DECLINE_DEVICE_BUFFER] = "GPU support on (device buffers)",
+    [MPIR_TNBC_DECLINE_OP_TYPE] = "user-defined op or derived/padded datatype",
     [MPIR_TNBC_DECLINE_SMALL] = "below MPIR_CVAR_TNBC_MIN_BYTES",
 };
 
@@ -152,6 +153,8 @@ MPIR_Tnbc_decision_t MPIR_Tnbc_decide(const MPIR_Tnbc_policy_t * policy,
         return MPIR_TNBC_DECLINE_INTERCOMM;
     if (facts->device_buffer)
         return MPIR_TNBC_DECLINE_DEVICE_BUFFER;
+    if (facts->op_type_unsupported)
+        return MPIR_TNBC_DECLINE_OP_TYPE;
     /* Protecting and faulting costs more than it hides on small pieces (research brief §1).
      * Only a size every process sees alike may send the call to the stock algorithms. */
     if (facts->size_is_global &&

@@ -49,6 +49,8 @@ typedef enum {
     MPIR_TNBC_DECLINE_INTERNAL,         /* MPICH's own call (e.g. in MPI_Comm_split) */
     MPIR_TNBC_DECLINE_INTERCOMM,
     MPIR_TNBC_DECLINE_DEVICE_BUFFER,    /* GPU support is on: buffers may be device memory */
+    MPIR_TNBC_DECLINE_OP_TYPE,          /* reduction with a user-defined op or a datatype that
+                                         * is not one predefined, gap-free type */
     MPIR_TNBC_DECLINE_SMALL,            /* no sub-message reaches MPIR_CVAR_TNBC_MIN_BYTES */
     MPIR_TNBC_DECISION_COUNT
 } MPIR_Tnbc_decision_t;
@@ -73,6 +75,7 @@ typedef struct {
     int internal;               /* not called by the application: results are read at once */
     int is_intercomm;
     int device_buffer;
+    int op_type_unsupported;    /* a reduction's op or datatype has no T-NBC schedule */
     int size_is_global;         /* largest_submsg_bytes is the same on every process */
     size_t largest_submsg_bytes;        /* largest piece this rank moves to or from one peer */
 } MPIR_Tnbc_call_facts_t;

@@ -49,6 +49,7 @@ MPL_TLS int MPIR_Tnbc_user_coll;
 static struct {
     int started;
     MPII_Tnbc_op_t *head;
+    MPII_Tnbc_op_t *retired;    /* done on the helper, freed by an application thread */
     int hook_id;
     int hook_active;
     unsigned long events;       /* completions seen: the helper's sign of news */
@@ -62,6 +63,22 @@ static struct {
     .wake_lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
 };
+
+/* The helper never frees memory the application's threads allocated: free() would take the
+ * allocator lock of their arena, which such a thread may hold while it waits in the fault
+ * handler for a page only the helper can bring (malloc writing into a freed, still guarded
+ * buffer) -- a deadlock found by tnbc_reuse. Finished operations wait on engine.retired until
+ * an application thread passes by. */
+static MPL_TLS int on_helper;
+
+static void free_retired(void)
+{
+    while (engine.retired) {
+        MPII_Tnbc_op_t *op = engine.retired;
+        engine.retired = op->next;
+        MPII_Tnbc_op_free(op);
+    }
+}
 
 uint64_t MPII_Tnbc_now_ns(void)
 {
@@ -100,6 +117,8 @@ static int poll_all(int *made_progress)
     MPII_Tnbc_op_t *op = engine.head, *next;
 
     *made_progress = 0;
+    if (!on_helper)
+        free_retired();
     for (; op; op = next) {
         int made = 0;
         next = op->next;
@@ -113,7 +132,12 @@ static int poll_all(int *made_progress)
             if (op->error)
                 report_late_error(op);
             unlink_op(op);
-            MPII_Tnbc_op_free(op);
+            if (on_helper) {
+                op->next = engine.retired;
+                engine.retired = op;
+            } else {
+                MPII_Tnbc_op_free(op);
+            }
         }
     }
     /* an error of an early-returned operation cannot reach its (returned) call; it was
@@ -127,6 +151,7 @@ static void *helper_main(void *arg)
     uint64_t sleep_ns = 1000;
     const uint64_t max_ns = (uint64_t) MPIR_CVAR_TNBC_POLL_MAX_US * 1000;
 
+    on_helper = 1;
     /* short sleeps must stay short: the default 50 us timer slack would dominate them */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     while (1) {
@@ -166,25 +191,22 @@ static void *helper_main(void *arg)
 }
 
 /* The handler is about to wait for a page. A thread that holds the global lock would wait for
- * a progress engine that needs that lock: say so and stop instead of hanging. The settle hooks
- * in the bindings keep MPICH's own accesses from getting here. */
-static void before_wait(void *addr)
+ * a progress engine that needs that lock. MPICH itself never reads or writes an application
+ * buffer of a pending collective (the settle hooks in the bindings complete those first), so
+ * such an access comes from the allocator reusing memory the application freed before its
+ * data came (malloc writing its bookkeeping into a freed chunk during a free() of MPICH's):
+ * the data is no longer wanted there, and the page is given up instead of waited for. It is
+ * counted in the statistics ("pages freed before their data came"). */
+static int before_wait(void *addr)
 {
     if (!MPIR_ThreadInfo.isThreaded || MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX.count <= 0)
-        return;
+        return MPIR_PAGEGUARD_WAIT;
     MPL_thread_id_t self, owner = MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX.owner;
     int same = 0;
     MPL_thread_self(&self);
     MPL_thread_same(&self, &owner, &same);
-    if (!same)
-        return;
-    static const char msg[] = "[tnbc] fatal: an MPI routine touched a buffer of a collective "
-        "that returned early while holding MPICH's lock (an access the settle hooks do not "
-        "cover); rerun with MPIR_CVAR_TNBC_ENABLE=0 and report it\n";
-    ssize_t rc = write(2, msg, sizeof(msg) - 1);
-    (void) rc;
     (void) addr;
-    abort();
+    return same ? MPIR_PAGEGUARD_FORGET : MPIR_PAGEGUARD_WAIT;
 }
 
 int MPII_Tnbc_engine_start(void)
@@ -330,7 +352,10 @@ static int comm_clear_cond(const void *comm)
 
 int MPIR_Tnbc_settle_comm(MPIR_Comm * comm_ptr)
 {
-    return progress_until(comm_clear_cond, comm_ptr);
+    int mpi_errno = progress_until(comm_clear_cond, comm_ptr);
+    /* finished operations hold the communicator too: let it go with the application's free */
+    free_retired();
+    return mpi_errno;
 }
 
 int MPIR_Tnbc_finalize_drain(void)
@@ -353,8 +378,10 @@ int MPIR_Tnbc_finalize_drain(void)
         MPIR_Progress_hook_deregister(engine.hook_id);
         MPII_Tnbc_stats_helper(engine.helper_cpu_ns, engine.polls, engine.sleeps);
     }
-    /* MPI_Finalize holds no lock, and the device still runs threaded here */
+    /* MPI_Finalize holds no lock, and the device still runs threaded here; freeing an operation
+     * may free its communicator (attribute callbacks expect the lock) */
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    free_retired();
     mpi_errno = MPII_Tnbc_stats_reduce_and_print();
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     MPIR_ERR_CHECK(mpi_errno);

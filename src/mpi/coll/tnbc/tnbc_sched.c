@@ -27,9 +27,17 @@ void MPIR_Tnbc_sched_free(MPIR_Tnbc_sched_t * s)
     MPIR_Tnbc_sched_init(s);
 }
 
-#define MPII_TNBC_MAX_SEGS 1024
+MPIR_Tnbc_entry_t MPII_Tnbc_entry(MPIR_Tnbc_kind_t kind, int peer, MPIR_Tnbc_space_t space,
+                                  size_t off, size_t len, int prio)
+{
+    MPIR_Tnbc_entry_t e = {.kind = kind, .peer = peer, .space = space, .off = off,
+        .src_space = MPIR_TNBC_SPACE_SEND, .len = len, .after = -1, .after2 = -1,
+        .prev_peer = -1, .sub = -1, .prio = prio
+    };
+    return e;
+}
 
-static int add_entry(MPIR_Tnbc_sched_t * s, const MPIR_Tnbc_entry_t * e)
+int MPII_Tnbc_sched_add(MPIR_Tnbc_sched_t * s, const MPIR_Tnbc_entry_t * e)
 {
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 16;
@@ -44,7 +52,7 @@ static int add_entry(MPIR_Tnbc_sched_t * s, const MPIR_Tnbc_entry_t * e)
 }
 
 /* Sub-message arrays grow one by one; builders know their final count, so they reserve. */
-static int reserve_subs(MPIR_Tnbc_sched_t * s, int nrecv, int nsend)
+int MPII_Tnbc_sched_reserve(MPIR_Tnbc_sched_t * s, int nrecv, int nsend)
 {
     s->recv_sub_off = malloc((nrecv + 1) * sizeof(size_t));
     s->recv_sub_len = malloc((nrecv + 1) * sizeof(size_t));
@@ -55,7 +63,7 @@ static int reserve_subs(MPIR_Tnbc_sched_t * s, int nrecv, int nsend)
     return MPIR_TNBC_SCHED_OK;
 }
 
-static int add_recv_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len)
+int MPII_Tnbc_sched_recv_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len)
 {
     s->recv_sub_off[s->nrecv_sub] = off;
     s->recv_sub_len[s->nrecv_sub] = len;
@@ -64,13 +72,43 @@ static int add_recv_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len)
     return s->nrecv_sub++;
 }
 
-static int add_send_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len)
+int MPII_Tnbc_sched_send_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len)
 {
     s->send_sub_off[s->nsend_sub] = off;
     s->send_sub_len[s->nsend_sub] = len;
     if (off + len > s->send_bytes)
         s->send_bytes = off + len;
     return s->nsend_sub++;
+}
+
+int MPII_Tnbc_sched_segments(size_t nbytes, size_t elem, int nseg, size_t * poff, size_t * plen)
+{
+    size_t edge = MPIR_TNBC_SCHED_EDGE / elem * elem;
+    int npieces = 0;
+    size_t lo = 0, hi = nbytes;
+
+    if (edge == 0)
+        edge = elem;
+    if (nbytes > 2 * edge) {
+        poff[npieces] = 0;
+        plen[npieces++] = edge;
+        poff[npieces] = nbytes - edge;
+        plen[npieces++] = edge;
+        lo = edge;
+        hi = nbytes - edge;
+    }
+    size_t nelem = (hi - lo) / elem;
+    if ((size_t) nseg > nelem)
+        nseg = nelem ? (int) nelem : 1;
+    size_t seg = (nelem + nseg - 1) / nseg * elem;
+    for (int k = 0; k < nseg && hi > lo; k++) {
+        size_t off = lo + k * seg;
+        if (off >= hi)
+            break;
+        poff[npieces] = off;
+        plen[npieces++] = (off + seg <= hi) ? seg : hi - off;
+    }
+    return npieces;
 }
 
 /* Pieces of one pair's bytes: one, or head, tail and body. Returns the count. */
@@ -109,16 +147,16 @@ int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
         return MPIR_TNBC_SCHED_ERR_ARG;
     if (sbytes[rank] != rbytes[rank])
         return MPIR_TNBC_SCHED_ERR_ARG;
-    rc = reserve_subs(s, 3 * size, 3 * size);
+    rc = MPII_Tnbc_sched_reserve(s, 3 * size, 3 * size);
     if (rc)
         return rc;
 
     if (rbytes[rank] > 0) {
-        MPIR_Tnbc_entry_t e = {.kind = MPIR_TNBC_COPY, .peer = rank, .off = roff[rank],
-            .src_off = soff[rank], .len = rbytes[rank], .after = -1, .prio = 0
-        };
-        e.sub = add_recv_sub(s, roff[rank], rbytes[rank]);
-        if ((rc = add_entry(s, &e)) < 0)
+        MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_COPY, rank, MPIR_TNBC_SPACE_RECV,
+                                              roff[rank], rbytes[rank], 0);
+        e.src_off = soff[rank];
+        e.sub = MPII_Tnbc_sched_recv_sub(s, roff[rank], rbytes[rank]);
+        if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
             return rc;
     }
     for (int step = 1; step < size; step++) {
@@ -127,26 +165,66 @@ int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
         size_t off[3], len[3];
         int npieces = split_edges(rbytes[from], off, len);
         for (int k = 0; k < npieces; k++) {
-            MPIR_Tnbc_entry_t e = {.kind = MPIR_TNBC_RECV, .peer = from, .off = roff[from] + off[k],
-                .len = len[k], .after = -1, .prio = piece_prio(k, npieces, step, size)
-            };
-            e.sub = add_recv_sub(s, e.off, len[k]);
-            if ((rc = add_entry(s, &e)) < 0)
+            MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_RECV, from, MPIR_TNBC_SPACE_RECV,
+                                                  roff[from] + off[k], len[k],
+                                                  piece_prio(k, npieces, step, size));
+            e.sub = MPII_Tnbc_sched_recv_sub(s, e.off, len[k]);
+            if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return rc;
         }
         npieces = split_edges(sbytes[to], off, len);
         for (int k = 0; k < npieces; k++) {
-            MPIR_Tnbc_entry_t e = {.kind = MPIR_TNBC_SEND, .peer = to, .off = soff[to] + off[k],
-                .len = len[k], .after = -1, .prio = piece_prio(k, npieces, step, size)
-            };
-            e.sub = add_send_sub(s, e.off, len[k]);
-            if ((rc = add_entry(s, &e)) < 0)
+            MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, to, MPIR_TNBC_SPACE_SEND,
+                                                  soff[to] + off[k], len[k],
+                                                  piece_prio(k, npieces, step, size));
+            e.sub = MPII_Tnbc_sched_send_sub(s, e.off, len[k]);
+            if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return rc;
         }
     }
     /* the self copy reads the send space too */
     if (sbytes[rank] > 0 && soff[rank] + sbytes[rank] > s->send_bytes)
         s->send_bytes = soff[rank] + sbytes[rank];
+    return MPIR_Tnbc_sched_finish(s);
+}
+
+int MPIR_Tnbc_sched_neighbor(MPIR_Tnbc_sched_t * s, int nsend, const int *dests,
+                             const size_t * sbytes, const size_t * soff, int nrecv,
+                             const int *srcs, const size_t * rbytes, const size_t * roff,
+                             int recv_reversed)
+{
+    int rc;
+
+    rc = MPII_Tnbc_sched_reserve(s, 3 * nrecv, 3 * nsend);
+    if (rc)
+        return rc;
+    /* Edges before bodies; sends in list order, receives in list order or reversed (see the
+     * header). */
+    for (int j = 0; j < nrecv; j++) {
+        int k = recv_reversed ? nrecv - 1 - j : j;
+        size_t off[3], len[3];
+        int npieces = srcs[k] < 0 ? 0 : split_edges(rbytes[k], off, len);
+        for (int j = 0; j < npieces; j++) {
+            MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_RECV, srcs[k], MPIR_TNBC_SPACE_RECV,
+                                                  roff[k] + off[j], len[j],
+                                                  piece_prio(j, npieces, 0, 1));
+            e.sub = MPII_Tnbc_sched_recv_sub(s, e.off, len[j]);
+            if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
+                return rc;
+        }
+    }
+    for (int k = 0; k < nsend; k++) {
+        size_t off[3], len[3];
+        int npieces = dests[k] < 0 ? 0 : split_edges(sbytes[k], off, len);
+        for (int j = 0; j < npieces; j++) {
+            MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, dests[k], MPIR_TNBC_SPACE_SEND,
+                                                  soff[k] + off[j], len[j],
+                                                  piece_prio(j, npieces, 0, 1));
+            e.sub = MPII_Tnbc_sched_send_sub(s, e.off, len[j]);
+            if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
+                return rc;
+        }
+    }
     return MPIR_Tnbc_sched_finish(s);
 }
 
@@ -158,7 +236,7 @@ int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, s
     if (size < 1 || rank < 0 || rank >= size || root < 0 || root >= size || nseg < 1 ||
         nseg > MPII_TNBC_MAX_SEGS)
         return MPIR_TNBC_SCHED_ERR_ARG;
-    rc = reserve_subs(s, nseg + 2, nseg + 2);
+    rc = MPII_Tnbc_sched_reserve(s, nseg + 2, nseg + 2);
     if (rc)
         return rc;
 
@@ -171,53 +249,32 @@ int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, s
         }
     }
 
-    /* pieces: head edge, tail edge, then the middle in nseg segments */
     size_t poff[MPII_TNBC_MAX_SEGS + 2], plen[MPII_TNBC_MAX_SEGS + 2];
-    int npieces = 0;
-    size_t lo = 0, hi = nbytes;
-    if (nbytes > 2 * MPIR_TNBC_SCHED_EDGE) {
-        poff[npieces] = 0;
-        plen[npieces++] = MPIR_TNBC_SCHED_EDGE;
-        poff[npieces] = nbytes - MPIR_TNBC_SCHED_EDGE;
-        plen[npieces++] = MPIR_TNBC_SCHED_EDGE;
-        lo = MPIR_TNBC_SCHED_EDGE;
-        hi = nbytes - MPIR_TNBC_SCHED_EDGE;
-    }
-    size_t mid = hi - lo;
-    if ((size_t) nseg > mid)
-        nseg = mid ? (int) mid : 1;
-    size_t seg = (mid + nseg - 1) / nseg;
-    for (int k = 0; k < nseg && mid > 0; k++) {
-        size_t off = lo + k * seg;
-        if (off >= hi)
-            break;
-        poff[npieces] = off;
-        plen[npieces++] = (off + seg <= hi) ? seg : hi - off;
-    }
+    int npieces = MPII_Tnbc_sched_segments(nbytes, 1, nseg, poff, plen);
 
     for (int k = 0; k < npieces; k++) {
         size_t off = poff[k], len = plen[k];
         int got = -1, sub;
         if (parent >= 0) {
-            MPIR_Tnbc_entry_t e = {.kind = MPIR_TNBC_RECV, .peer = parent, .off = off,
-                .len = len, .after = -1, .prio = k
-            };
-            e.sub = add_recv_sub(s, off, len);
-            if ((got = add_entry(s, &e)) < 0)
+            MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_RECV, parent, MPIR_TNBC_SPACE_RECV,
+                                                  off, len, k);
+            e.sub = MPII_Tnbc_sched_recv_sub(s, off, len);
+            if ((got = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return got;
             sub = e.sub;
         } else {
-            sub = add_send_sub(s, off, len);
+            sub = MPII_Tnbc_sched_send_sub(s, off, len);
         }
         /* children: vrank + mask for every mask below our lowest set bit, largest subtree first */
         for (int mask = top >> 1; mask > 0; mask >>= 1) {
             if (vrank + mask >= size)
                 continue;
-            MPIR_Tnbc_entry_t e = {.kind = MPIR_TNBC_SEND, .peer = (vrank + mask + root) % size,
-                .off = off, .len = len, .from_recv = (parent >= 0), .after = got,
-                .sub = (parent >= 0) ? -1 : sub, .prio = k
-            };
-            if ((rc = add_entry(s, &e)) < 0)
+            MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, (vrank + mask + root) % size,
+                                                  parent >= 0 ? MPIR_TNBC_SPACE_RECV :
+                                                  MPIR_TNBC_SPACE_SEND, off, len, k);
+            e.after = got;
+            e.sub = (parent >= 0) ? -1 : sub;
+            if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return rc;
         }
     }
@@ -271,6 +328,32 @@ static int sort_subs(int n, size_t * off, size_t * len, int *newid)
     return MPIR_TNBC_SCHED_OK;
 }
 
+/* Chain the sends to each peer, and the receives from it, in posting order (see the header). */
+static int link_peers(MPIR_Tnbc_sched_t * s)
+{
+    int npeers = 1;
+    for (int i = 0; i < s->n; i++)
+        if (s->entries[i].peer >= npeers)
+            npeers = s->entries[i].peer + 1;
+    int *last = malloc(2 * npeers * sizeof(int));       /* [kind][peer] */
+    if (!last)
+        return MPIR_TNBC_SCHED_ERR_NOMEM;
+    for (int k = 0; k < 2 * npeers; k++)
+        last[k] = -1;
+    for (int j = 0; j < s->n; j++) {
+        int i = s->order[j];
+        MPIR_Tnbc_entry_t *e = &s->entries[i];
+        e->prev_peer = -1;
+        if (e->kind == MPIR_TNBC_SEND || e->kind == MPIR_TNBC_RECV) {
+            int *slot = &last[(e->kind == MPIR_TNBC_RECV) * npeers + e->peer];
+            e->prev_peer = *slot;
+            *slot = i;
+        }
+    }
+    free(last);
+    return MPIR_TNBC_SCHED_OK;
+}
+
 int MPIR_Tnbc_sched_finish(MPIR_Tnbc_sched_t * s)
 {
     int rc = MPIR_TNBC_SCHED_OK;
@@ -288,12 +371,8 @@ int MPIR_Tnbc_sched_finish(MPIR_Tnbc_sched_t * s)
         goto fn_exit;
     for (int i = 0; i < s->n; i++) {
         MPIR_Tnbc_entry_t *e = &s->entries[i];
-        if (e->kind == MPIR_TNBC_SEND) {
-            if (e->sub >= 0)
-                e->sub = sid[e->sub];
-        } else {
-            e->sub = rid[e->sub];
-        }
+        if (e->sub >= 0)
+            e->sub = MPIR_Tnbc_entry_fills_recv(e) ? rid[e->sub] : sid[e->sub];
         s->order[i] = i;
     }
     for (int k = 1; k < s->nrecv_sub; k++) {
@@ -303,6 +382,8 @@ int MPIR_Tnbc_sched_finish(MPIR_Tnbc_sched_t * s)
         }
     }
     qsort_r(s->order, s->n, sizeof(int), cmp_by_prio, s->entries);
+    if (rc == MPIR_TNBC_SCHED_OK)
+        rc = link_peers(s);
 
   fn_exit:
     free(rid);

@@ -5,13 +5,21 @@
 
 /* Schedule tables of the T-NBC family.
  *
- * A schedule lists what one rank does for one collective: sends, receives and local copies, in
- * bytes, against two flat spaces -- the send space (the user's send buffer or a copy of it) and
- * the receive space (the user's receive buffer, seen through its page-guard staging, or a
- * temporary buffer). Each receive space range that a receive or copy fills is one sub-message;
- * the receive sub-messages are sorted by offset and never overlap, as the page guards need.
- * An entry may wait for one earlier entry ("after"): a tree Bcast forwards a segment only once
- * it has received it. Lower priority values are posted first.
+ * A schedule lists what one rank does for one collective: sends, receives, local copies and
+ * local reductions, in bytes, against three flat spaces -- the send space (the user's send
+ * buffer or a copy of it), the receive space (the user's receive buffer, seen through its
+ * page-guard staging, or a temporary buffer) and a work space of the operation's own
+ * (partial results of reductions). Each receive space range that an entry fills is one
+ * receive sub-message; they are sorted by offset and never overlap, as the page guards need.
+ * Entries that read the send space after the call may have returned name a send sub-message,
+ * which stays guarded or copied until all its readers are done.
+ *
+ * An entry may wait for up to two earlier entries ("after", "after2"): a tree Bcast forwards a
+ * segment only once it has received it; a reduction step needs its input and the previous
+ * step. Lower priority values are posted first, and the sends (receives) to one peer are
+ * always posted in that order ("prev_peer"), whatever order their dependencies complete in:
+ * MPI matches messages of one tag in posting order, so the schedules of the two sides agree
+ * on which message is which.
  *
  * Pure C: no MPICH includes, unit-tested with Check. */
 
@@ -34,22 +42,38 @@
 #define MPIR_TNBC_SCHED_EDGE 4096
 
 typedef enum {
-    MPIR_TNBC_SEND,
-    MPIR_TNBC_RECV,
-    MPIR_TNBC_COPY              /* send space -> receive space, this rank to itself */
+    MPIR_TNBC_SEND,             /* space[off, +len) to peer */
+    MPIR_TNBC_RECV,             /* from peer into space[off, +len) */
+    MPIR_TNBC_COPY,             /* src_space[src_off, +len) -> space[off, +len) */
+    MPIR_TNBC_REDUCE            /* space[off] = src_space[src_off] op space[off], len bytes */
 } MPIR_Tnbc_kind_t;
+
+typedef enum {
+    MPIR_TNBC_SPACE_SEND,
+    MPIR_TNBC_SPACE_RECV,
+    MPIR_TNBC_SPACE_WORK
+} MPIR_Tnbc_space_t;
 
 typedef struct {
     MPIR_Tnbc_kind_t kind;
     int peer;                   /* rank in the communicator (SEND, RECV) */
-    size_t off;                 /* SEND: source offset; RECV, COPY: destination offset */
-    size_t src_off;             /* COPY: source offset in the send space */
+    MPIR_Tnbc_space_t space;    /* the space off refers to */
+    size_t off;
+    MPIR_Tnbc_space_t src_space;        /* COPY, REDUCE: where the input is */
+    size_t src_off;
     size_t len;
-    int from_recv;              /* SEND: the source is in the receive space (forwarding) */
-    int after;                  /* entry that must complete before this one starts; -1: none */
-    int sub;                    /* RECV, COPY: receive sub-message; SEND: send sub-message */
+    int after, after2;          /* entries that must complete before this one starts; -1: none */
+    int prev_peer;              /* set by finish: the previous SEND (RECV) to (from) peer */
+    int sub;                    /* receive sub-message if the entry writes the receive space,
+                                 * else send sub-message if it reads the send space, else -1 */
     int prio;                   /* lower goes first */
 } MPIR_Tnbc_entry_t;
+
+/* The sub-message an entry names is a receive sub-message (it fills the receive space). */
+static inline int MPIR_Tnbc_entry_fills_recv(const MPIR_Tnbc_entry_t * e)
+{
+    return e->kind != MPIR_TNBC_SEND && e->space == MPIR_TNBC_SPACE_RECV;
+}
 
 typedef struct {
     int n, cap;
@@ -63,6 +87,8 @@ typedef struct {
     int nsend_sub;
     size_t *send_sub_off, *send_sub_len;
     size_t send_bytes;          /* extent of the send space */
+    size_t work_bytes;          /* extent of the work space */
+    size_t elem;                /* REDUCE: bytes per element (lengths are multiples) */
 } MPIR_Tnbc_sched_t;
 
 void MPIR_Tnbc_sched_init(MPIR_Tnbc_sched_t * s);
@@ -77,6 +103,18 @@ int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
                               const size_t * sbytes, const size_t * soff,
                               const size_t * rbytes, const size_t * roff);
 
+/* Neighbour collectives: nsend pieces to dests[k] (sbytes[k] at soff[k]) and nrecv pieces from
+ * srcs[k] (rbytes[k] at roff[k]); a negative peer (MPI_PROC_NULL) moves nothing. A peer may
+ * appear several times, this rank too: the i-th message to a peer (in dests order) is the i-th
+ * that peer expects from us in srcs order, or in reverse srcs order with recv_reversed. That
+ * is how MPICH 4.0.2's own algorithms match them (reversed for Neighbor_alltoall only, so that
+ * on a periodic Cartesian dimension of size 2 the message to the -1 neighbour arrives as the
+ * one from the +1 neighbour); T-NBC keeps the stock results. */
+int MPIR_Tnbc_sched_neighbor(MPIR_Tnbc_sched_t * s, int nsend, const int *dests,
+                             const size_t * sbytes, const size_t * soff, int nrecv,
+                             const int *srcs, const size_t * rbytes, const size_t * roff,
+                             int recv_reversed);
+
 /* Binomial-tree Bcast of nbytes: a head and a tail edge, then the rest in nseg segments (at
  * least one byte each), in that order. The root's buffer is its send space; every other rank
  * receives into its receive space and forwards each segment to its children as soon as that
@@ -84,11 +122,46 @@ int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
 int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, size_t nbytes,
                           int nseg);
 
+/* Reductions with a commutative, associative op on elements of elem bytes; every length is
+ * a multiple of elem. The head and tail edges (up to EDGE bytes of whole elements) of each
+ * result travel directly: every process sends its input to the processes that need them, which
+ * combine all inputs in rank order (the same operations in the same order everywhere, so an
+ * Allreduce gives the same bits on every process). The rest is reduced around a ring in
+ * pipelined chunks (reduce-scatter: each process ends with one fully reduced chunk), then
+ * distributed around the ring again (Allreduce) or sent to the root (Reduce).
+ *
+ * Allreduce: nbytes in the send space and the receive space of every process.
+ * Reduce: nbytes in every send space and the root's receive space.
+ * Reduce_scatter: the send space holds size blocks of bytes[k]; process k's receive space
+ * gets the reduced block k.
+ * Scan / Exscan: a pipeline along the ranks in segments (edges first, then nseg); the receive
+ * space of rank k gets the reduction of ranks 0..k (Scan) or 0..k-1 (Exscan; none on rank 0).
+ * The op must be commutative for every builder but Scan and Exscan. */
+int MPIR_Tnbc_sched_allreduce(MPIR_Tnbc_sched_t * s, int rank, int size, size_t nbytes,
+                              size_t elem);
+int MPIR_Tnbc_sched_reduce(MPIR_Tnbc_sched_t * s, int rank, int size, int root, size_t nbytes,
+                           size_t elem);
+int MPIR_Tnbc_sched_reduce_scatter(MPIR_Tnbc_sched_t * s, int rank, int size,
+                                   const size_t * bytes, size_t elem);
+int MPIR_Tnbc_sched_scan(MPIR_Tnbc_sched_t * s, int rank, int size, size_t nbytes, size_t elem,
+                         int nseg, int exclusive);
+
 /* Sort the receive sub-messages by offset (renumbering entries), check that they do not
  * overlap, compute order[]. Builders call it; exposed for tests. */
 int MPIR_Tnbc_sched_finish(MPIR_Tnbc_sched_t * s);
 
 /* 1 when the send sub-messages are sorted and non-overlapping (a read-only guard needs it). */
 int MPIR_Tnbc_sched_send_subs_disjoint(const MPIR_Tnbc_sched_t * s);
+
+/* For the builders (tnbc_sched*.c). */
+MPIR_Tnbc_entry_t MPII_Tnbc_entry(MPIR_Tnbc_kind_t kind, int peer, MPIR_Tnbc_space_t space,
+                                  size_t off, size_t len, int prio);
+int MPII_Tnbc_sched_add(MPIR_Tnbc_sched_t * s, const MPIR_Tnbc_entry_t * e);
+int MPII_Tnbc_sched_reserve(MPIR_Tnbc_sched_t * s, int nrecv, int nsend);
+int MPII_Tnbc_sched_recv_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len);
+int MPII_Tnbc_sched_send_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len);
+/* head edge, tail edge and the middle in nseg segments of whole elements; returns the count */
+int MPII_Tnbc_sched_segments(size_t nbytes, size_t elem, int nseg, size_t * off, size_t * len);
+#define MPII_TNBC_MAX_SEGS 1024
 
 #endif /* TNBC_SCHED_H_INCLUDED */

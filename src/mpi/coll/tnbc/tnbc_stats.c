@@ -46,7 +46,7 @@ typedef struct {
     uint64_t coll[MPIR_TNBC_COLL_COUNT][MPII_ST_COLL_COUNT];
     uint64_t ops_done, lifetime_ns, late_errors;
     uint64_t helper_cpu_ns, helper_polls, helper_sleeps;
-    uint64_t faults, stall_ns, mprotect_calls, guard_refusals;
+    uint64_t faults, stall_ns, mprotect_calls, guard_refusals, pages_dropped;
 } MPII_Tnbc_counters_t;
 
 static MPII_Tnbc_counters_t st;
@@ -122,9 +122,10 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s)
         double life_ms = s->lifetime_ns / 1e6, cpu_ms = s->helper_cpu_ns / 1e6;
         fprintf(stderr, "[tnbc %s] background: %" PRIu64 " operations, %.3f ms in flight, "
                 "%" PRIu64 " late errors; faults %" PRIu64 ", stall %.3f ms; guard refusals %"
-                PRIu64 " (no whole page included); helper CPU %.3f ms (%.1f%% of in-flight "
-                "time), %" PRIu64 " polls, %" PRIu64 " sleeps\n", who, s->ops_done, life_ms,
-                s->late_errors, s->faults, s->stall_ns / 1e6, s->guard_refusals, cpu_ms,
+                PRIu64 " (no whole page included); pages freed before their data came %"
+                PRIu64 "; helper CPU %.3f ms (%.1f%% of in-flight time), %" PRIu64 " polls, %"
+                PRIu64 " sleeps\n", who, s->ops_done, life_ms, s->late_errors, s->faults,
+                s->stall_ns / 1e6, s->guard_refusals, s->pages_dropped, cpu_ms,
                 life_ms > 0 ? 100.0 * cpu_ms / life_ms : 0.0, s->helper_polls,
                 s->helper_sleeps);
     }
@@ -146,6 +147,7 @@ int MPII_Tnbc_stats_reduce_and_print(void)
     st.mprotect_calls = pg.mprotect_calls;
     st.guard_refusals = pg.refused_budget + pg.refused_nomem + pg.refused_landing +
         pg.refused_other;
+    st.pages_dropped = pg.forgotten;
 
     if (MPIR_CVAR_TNBC_STATS >= 2) {
         char who[16];

@@ -15,14 +15,23 @@
  *
  * A buffer freed before its data arrived must not receive that data after its pages were
  * unmapped and perhaps mapped again for someone else: UCX's memory events (libucm, already
- * loaded with UCX) tell us before memory is unmapped, and the range is settled first. Memory
- * that free() keeps in the heap stays guarded; its next user waits for the data like any
- * reader, so nothing lands in memory someone else has already written. */
+ * loaded with UCX) tell us before memory is unmapped. Receive pages in the range are
+ * forgotten (their data is dropped), which neither waits nor allocates: the event may come
+ * from inside malloc with its lock held (a heap trim), where waiting for the progress engine
+ * -- which allocates -- would deadlock. A send buffer's pages must be read until its data has
+ * left, so the event waits for them; that is safe only where no allocator lock is held, so
+ * T-NBC fixes glibc's mmap threshold (send-guarded buffers are larger: free() unmaps them
+ * outside the allocator's lock) and, when send guards may be smaller than it, turns off heap
+ * trimming (README.tnbc). Memory that free() keeps in the heap stays guarded; its next user
+ * waits for the data like any reader, so nothing lands in memory someone else has already
+ * written. */
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -173,8 +182,26 @@ static void on_vm_unmapped(int event_type, void *event, void *arg)
 {
     /* ucm_event_t is a union; vm_unmapped is {address, size} at its start */
     const MPII_ucm_vm_event_t *ev = event;
-    if (in_flight())
+    if (in_flight()) {
+        MPIR_Pageguard_forget_recv(ev->address, ev->size);
+        /* only send pages are left guarded here */
         MPIR_Pageguard_guarded_pages(ev->address, ev->size, MPIR_PAGEGUARD_TOUCH_WRITE);
+    }
+}
+
+/* glibc's default mmap threshold of free()d chunks */
+#define MPII_TNBC_MMAP_THRESHOLD (128 * 1024)
+
+void MPII_Tnbc_tune_malloc(void)
+{
+#ifdef M_MMAP_THRESHOLD
+    /* Send-guarded buffers (> MPIR_CVAR_TNBC_SEND_COPY_MAX) must be unmapped by free() outside
+     * the allocator's lock: keep them mmap'd chunks (a fixed threshold; glibc's dynamic one
+     * would move them into the heap), and never trim the heap if guards can be smaller. */
+    mallopt(M_MMAP_THRESHOLD, MPII_TNBC_MMAP_THRESHOLD);
+    if (MPIR_CVAR_TNBC_SEND_COPY_MAX < MPII_TNBC_MMAP_THRESHOLD)
+        mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
 }
 
 int MPII_Tnbc_watch_unmaps(void)

@@ -1,0 +1,112 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* The neighbour collectives of topology communicators (Cartesian, graph, distributed graph):
+ * Neighbor_alltoall(v) and Neighbor_allgather(v) on the pairwise engine with the topology's
+ * neighbour lists, in the order MPI defines (tnbc_sched.c: MPIR_Tnbc_sched_neighbor).
+ * MPI_PROC_NULL neighbours move nothing; repeated neighbours match as in MPICH's own
+ * algorithms. Piece sizes may differ between processes, so every call is taken and a process
+ * whose pieces are all small waits for them inside the call. */
+
+#include "mpiimpl.h"
+#include "tnbc_impl.h"
+
+static int get_nbrs(MPIR_Comm * comm_ptr, MPII_Tnbc_nbrs_t * nbrs)
+{
+    int mpi_errno = MPI_SUCCESS, weighted;
+
+    mpi_errno = MPIR_Topo_canon_nhb_count(comm_ptr, &nbrs->indegree, &nbrs->outdegree,
+                                          &weighted);
+    MPIR_ERR_CHECK(mpi_errno);
+    nbrs->srcs = MPL_malloc((nbrs->indegree + nbrs->outdegree + 1) * sizeof(int), MPL_MEM_COLL);
+    MPIR_ERR_CHKANDJUMP(!nbrs->srcs, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    nbrs->dsts = nbrs->srcs + nbrs->indegree;
+    mpi_errno = MPIR_Topo_canon_nhb(comm_ptr, nbrs->indegree, nbrs->srcs, MPI_UNWEIGHTED,
+                                    nbrs->outdegree, nbrs->dsts, MPI_UNWEIGHTED);
+    MPIR_ERR_CHECK(mpi_errno);
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Counts and displacements in elements, one per neighbour; sendcounts NULL: the same
+ * sendcount from the start of sendbuf to every neighbour (allgather); recvcounts NULL: recvcount
+ * per neighbour, one after the other. */
+static int neighbor(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendcount,
+                    const MPI_Aint sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype,
+                    void *recvbuf, MPI_Aint recvcount, const MPI_Aint recvcounts[],
+                    const MPI_Aint rdispls[], MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
+                    int *tnbc_handled)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_nbrs_t nbrs = { 0 };
+    MPII_Tnbc_layout_t l = { 0 };
+    MPIR_Tnbc_call_facts_t facts = {.coll = coll };
+
+    *tnbc_handled = 0;
+    MPII_TNBC_SETTLE_ALL();
+    if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM || !MPIR_Topology_get(comm_ptr))
+        return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+
+    mpi_errno = get_nbrs(comm_ptr, &nbrs);
+    MPIR_ERR_CHECK(mpi_errno);
+    nbrs.recv_reversed = (coll == MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL);    /* as the stock path */
+    int n = MPL_MAX(nbrs.indegree, nbrs.outdegree);
+    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
+    for (int k = 0; k < nbrs.outdegree; k++) {
+        l.sc[k] = sendcounts ? sendcounts[k] : sendcount;
+        /* allgather: one piece for everyone (packed once) */
+        l.sd[k] = sendcounts ? sdispls[k] : (coll == MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL ?
+                                             k * sendcount : 0);
+    }
+    for (int k = 0; k < nbrs.indegree; k++) {
+        l.rc[k] = recvcounts ? recvcounts[k] : recvcount;
+        l.rd[k] = recvcounts ? rdispls[k] : k * recvcount;
+    }
+    mpi_errno = MPII_Tnbc_pairwise(coll, sendbuf, l.sc, l.sd, sendtype, recvbuf, l.rc, l.rd,
+                                   recvtype, comm_ptr, &nbrs, 0, tnbc_handled);
+
+  fn_exit:
+    MPL_free(l.sc);
+    MPL_free(nbrs.srcs);
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIR_Tnbc_Neighbor_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                                void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                                MPIR_Comm * comm_ptr, int *tnbc_handled)
+{
+    return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL, sendbuf, sendcount, NULL, NULL, sendtype,
+                    recvbuf, recvcount, NULL, NULL, recvtype, comm_ptr, tnbc_handled);
+}
+
+int MPIR_Tnbc_Neighbor_alltoallv(const void *sendbuf, const MPI_Aint sendcounts[],
+                                 const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                 const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
+                                 MPI_Datatype recvtype, MPIR_Comm * comm_ptr, int *tnbc_handled)
+{
+    return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV, sendbuf, 0, sendcounts, sdispls, sendtype,
+                    recvbuf, 0, recvcounts, rdispls, recvtype, comm_ptr, tnbc_handled);
+}
+
+int MPIR_Tnbc_Neighbor_allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                                 void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                                 MPIR_Comm * comm_ptr, int *tnbc_handled)
+{
+    return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLGATHER, sendbuf, sendcount, NULL, NULL, sendtype,
+                    recvbuf, recvcount, NULL, NULL, recvtype, comm_ptr, tnbc_handled);
+}
+
+int MPIR_Tnbc_Neighbor_allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                                  void *recvbuf, const MPI_Aint recvcounts[],
+                                  const MPI_Aint displs[], MPI_Datatype recvtype,
+                                  MPIR_Comm * comm_ptr, int *tnbc_handled)
+{
+    return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLGATHERV, sendbuf, sendcount, NULL, NULL, sendtype,
+                    recvbuf, 0, recvcounts, displs, recvtype, comm_ptr, tnbc_handled);
+}
