@@ -298,6 +298,36 @@ START_TEST(fault_waits_for_completion)
 }
 END_TEST
 
+/* A buffer reused by the next collective while the previous region, finished, is still
+ * registered: a read waits for the new region's data instead of faulting over and over on the
+ * old region's released page. */
+START_TEST(reused_buffer_waits_for_the_newer_region)
+{
+    char *mem = map_pages(8);
+    split(8 * ps, 4, test_off, test_len);
+    MPIR_Pageguard_region_t *old, *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 8 * ps, 4, test_off, test_len,
+                                             MPIR_PAGEGUARD_RECV, 0, &old), MPIR_PAGEGUARD_OK);
+    for (int k = 0; k < 4; k++)
+        MPIR_Pageguard_complete(old, k);
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 8 * ps, 4, test_off, test_len,
+                                             MPIR_PAGEGUARD_RECV, 0, &r), MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_stats_t st0, st;
+    MPIR_Pageguard_get_stats(&st0);
+    struct completer c = { r, 4, 20, NULL, 'N' };
+    pthread_t t;
+    pthread_create(&t, NULL, complete_later, &c);
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(((volatile char *) mem)[test_off[k] + 1], 'N' + k);
+    pthread_join(t, NULL);
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_le(st.faults - st0.faults, 8);       /* waits, does not spin */
+    ck_assert_uint_gt(st.stall_ns, st0.stall_ns);
+    MPIR_Pageguard_unregister(r);
+    MPIR_Pageguard_unregister(old);
+}
+END_TEST
+
 START_TEST(first_touch_order_trace_mode)
 {
     char *mem = map_pages(6);
@@ -713,6 +743,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, many_threads_fault_at_once);
     tcase_add_test(tc, guarded_pages_count_and_touch);
     tcase_add_test(tc, before_wait_can_forget_the_page);
+    tcase_add_test(tc, reused_buffer_waits_for_the_newer_region);
 
     tc = guarded_tcase(s, "chaining");
     tcase_add_test(tc, foreign_fault_reaches_previous_handler);

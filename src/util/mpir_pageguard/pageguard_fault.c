@@ -231,6 +231,10 @@ static void handler(int sig, siginfo_t * info, void *uctx)
     if (info->si_code == SEGV_ACCERR) {
         uintptr_t addr = (uintptr_t) info->si_addr;
         size_t ps = MPII_pageguard.pagesize;
+        int released = 0;
+        /* The region that guards the page, if any. A buffer reused by the next collective can
+         * be in two regions at once, the older one finished (its pages released) but not yet
+         * unregistered: only a guarded page is waited for. */
         for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
             MPII_Pageguard_slot_t *slot = &MPII_pageguard.slots[i];
             MPIR_Pageguard_region_t *r = MPII_Pageguard_slot_enter(slot);
@@ -239,16 +243,22 @@ static void handler(int sig, siginfo_t * info, void *uctx)
             if (addr >= r->gbase && addr < r->gbase + r->npages * ps) {
                 size_t page = (addr - r->gbase) / ps;
                 int state = atomic_load(&r->page_state[page]);
-                /* a released page: the fault raced with its opening, run the access again */
-                if (state == MPII_PAGE_GUARDED || state == MPII_PAGE_RELEASED) {
+                if (state == MPII_PAGE_GUARDED) {
                     on_our_page(r, addr, page);
                     MPII_Pageguard_slot_leave(slot);
                     unmatched_addr = 0;
                     errno = saved_errno;
                     return;
                 }
+                released |= (state == MPII_PAGE_RELEASED);
             }
             MPII_Pageguard_slot_leave(slot);
+        }
+        if (released) {
+            /* the fault raced with the page's opening: run the access again */
+            unmatched_addr = 0;
+            errno = saved_errno;
+            return;
         }
         if (atomic_load(&MPII_pageguard.on) && unmatched_addr != addr) {
             unmatched_addr = addr;      /* run the instruction once more */
