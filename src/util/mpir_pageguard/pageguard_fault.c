@@ -198,15 +198,8 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
     if (MPII_pageguard.config.before_wait &&
         MPII_pageguard.config.before_wait((void *) addr) == MPIR_PAGEGUARD_FORGET) {
         /* no completion can run meanwhile: the caller holds the lock they need */
-        unsigned char guarded = MPII_PAGE_GUARDED;
-        if (atomic_compare_exchange_strong(&r->page_state[page], &guarded,
-                                           MPII_PAGE_FORGOTTEN)) {
-            MPII_Pageguard_mprotect(r->gbase + page * MPII_pageguard.pagesize,
-                                    MPII_pageguard.pagesize, PROT_READ | PROT_WRITE);
-            atomic_fetch_sub(&r->unreleased, 1);
-            atomic_fetch_add(&MPII_pageguard.forgotten, 1);
+        if (MPII_Pageguard_forget_page(r, page))
             MPII_Pageguard_wake(r);
-        }
         return;
     }
     uint64_t t0 = MPII_Pageguard_now_ns();

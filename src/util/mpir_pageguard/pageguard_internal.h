@@ -102,6 +102,9 @@ static inline void MPII_Pageguard_slot_leave(MPII_Pageguard_slot_t * slot)
     atomic_fetch_sub(&slot->users, 1);
 }
 
+/* Give up guarded page p of a receive region: accessible now, never landed, counted; 1 if it
+ * was guarded. Callers wake the waiters. Signal-safe (atomics and mprotect). */
+int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p);
 int MPII_Pageguard_install_handler(void);
 void MPII_Pageguard_uninstall_handler(void);
 void MPII_Pageguard_wake(MPIR_Pageguard_region_t * region);

@@ -420,6 +420,20 @@ int MPIR_Pageguard_complete(MPIR_Pageguard_region_t * r, int k)
     return rc;
 }
 
+int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p)
+{
+    unsigned char guarded = MPII_PAGE_GUARDED;
+    if (!atomic_compare_exchange_strong(&r->page_state[p], &guarded, MPII_PAGE_FORGOTTEN))
+        return 0;
+    /* unmapped, it would not matter; but madvise(MADV_DONTNEED) reports the same event and
+     * keeps the mapping, and malloc reusing the memory must be able to write it */
+    MPII_Pageguard_mprotect(r->gbase + p * MPII_pageguard.pagesize, MPII_pageguard.pagesize,
+                            PROT_READ | PROT_WRITE);
+    atomic_fetch_sub(&r->unreleased, 1);
+    atomic_fetch_add(&MPII_pageguard.forgotten, 1);
+    return 1;
+}
+
 size_t MPIR_Pageguard_forget_recv(const void *addr, size_t len)
 {
     uintptr_t lo = (uintptr_t) addr, hi = lo + len;
@@ -440,19 +454,9 @@ size_t MPIR_Pageguard_forget_recv(const void *addr, size_t len)
             size_t first = (lo > r->gbase ? lo - r->gbase + ps - 1 : 0) / ps;
             size_t end = ((hi < rend ? hi : rend) - r->gbase) / ps;
             int n = 0;
-            for (size_t p = first; p < end; p++) {
-                unsigned char guarded = MPII_PAGE_GUARDED;
-                if (atomic_compare_exchange_strong(&r->page_state[p], &guarded,
-                                                   MPII_PAGE_FORGOTTEN)) {
-                    /* madvise(MADV_DONTNEED) reports the same event but keeps the mapping:
-                     * it must not stay protected for the heap's next user */
-                    MPII_Pageguard_mprotect(r->gbase + p * ps, ps, PROT_READ | PROT_WRITE);
-                    n++;
-                }
-            }
+            for (size_t p = first; p < end; p++)
+                n += MPII_Pageguard_forget_page(r, p);
             if (n) {
-                atomic_fetch_sub(&r->unreleased, n);
-                atomic_fetch_add(&MPII_pageguard.forgotten, n);
                 MPII_Pageguard_wake(r);
                 forgotten += n;
             }

@@ -63,13 +63,15 @@ static MPIR_Tnbc_decision_t decide(const MPII_Tnbc_reduction_t * r, MPIR_Comm * 
     return MPII_Tnbc_decide(&facts, comm_ptr);
 }
 
-/* Run a built schedule (args->sched) for reduction r. */
-static int launch(MPII_Tnbc_start_t * args, const MPII_Tnbc_reduction_t * r)
+/* Run the schedule a builder put in args->sched (sched_rc: what it returned) for reduction r;
+ * the schedule is freed in any case. */
+static int launch(MPII_Tnbc_start_t * args, const MPII_Tnbc_reduction_t * r, int sched_rc)
 {
     int mpi_errno = MPI_SUCCESS;
     MPII_Tnbc_op_t *op = NULL;
     MPI_Aint typesize;
 
+    MPIR_ERR_CHKANDJUMP(sched_rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
     MPIR_Datatype_get_size_macro(r->datatype, typesize);
     args->reduce_type = r->datatype;
     args->reduce_op = r->op;
@@ -116,13 +118,11 @@ int MPIR_Tnbc_Allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_
 
     int rc = MPIR_Tnbc_sched_allreduce(&args.sched, comm_ptr->rank, comm_ptr->local_size,
                                        nbytes, typesize);
-    MPIR_ERR_CHKANDJUMP(rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    mpi_errno = launch(&args, &r);
+    mpi_errno = launch(&args, &r, rc);
 
   fn_exit:
     return mpi_errno;
   fn_fail:
-    MPIR_Tnbc_sched_free(&args.sched);
     goto fn_exit;
 }
 
@@ -152,13 +152,11 @@ int MPIR_Tnbc_Reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
 
     int rc = MPIR_Tnbc_sched_reduce(&args.sched, rank, comm_ptr->local_size, root, nbytes,
                                     typesize);
-    MPIR_ERR_CHKANDJUMP(rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    mpi_errno = launch(&args, &r);
+    mpi_errno = launch(&args, &r, rc);
 
   fn_exit:
     return mpi_errno;
   fn_fail:
-    MPIR_Tnbc_sched_free(&args.sched);
     goto fn_exit;
 }
 
@@ -189,14 +187,12 @@ static int reduce_scatter(MPIR_Tnbc_coll_t coll, const void *sendbuf, void *recv
     for (int k = 0; k < size; k++)
         bytes[k] = (size_t) (recvcounts ? recvcounts[k] : blockcount) * typesize;
     int rc = MPIR_Tnbc_sched_reduce_scatter(&args.sched, comm_ptr->rank, size, bytes, typesize);
-    MPIR_ERR_CHKANDJUMP(rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    mpi_errno = launch(&args, &r);
+    mpi_errno = launch(&args, &r, rc);
 
   fn_exit:
     MPL_free(bytes);
     return mpi_errno;
   fn_fail:
-    MPIR_Tnbc_sched_free(&args.sched);
     goto fn_exit;
 }
 
@@ -238,13 +234,11 @@ static int scan(MPIR_Tnbc_coll_t coll, const void *sendbuf, void *recvbuf, MPI_A
     int nseg = MPL_MIN(MPL_MAX(1, MPIR_CVAR_TNBC_SCAN_SEGMENTS), 1024);
     int rc = MPIR_Tnbc_sched_scan(&args.sched, comm_ptr->rank, comm_ptr->local_size, nbytes,
                                   typesize, nseg, exclusive);
-    MPIR_ERR_CHKANDJUMP(rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    mpi_errno = launch(&args, &r);
+    mpi_errno = launch(&args, &r, rc);
 
   fn_exit:
     return mpi_errno;
   fn_fail:
-    MPIR_Tnbc_sched_free(&args.sched);
     goto fn_exit;
 }
 
