@@ -182,6 +182,67 @@ START_TEST(landing_and_holes)
 }
 END_TEST
 
+/* A released region's staging mapping serves the next region of a similar size (no fresh pages
+ * to fault in), never one less than half its size, and its old bytes never reach the holes of
+ * the new buffer. Without a cache (config.staging_cache 0) nothing is kept. */
+START_TEST(staging_is_kept_for_the_next_region)
+{
+    MPIR_Pageguard_config_t cfg = {.staging_cache = 16 * ps };
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_region_t *r;
+    char *mem = map_pages(8);
+    size_t off[2] = { 0, 3 * ps }, len[2] = { 2 * ps, ps };
+
+    MPIR_Pageguard_finalize();
+    ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 1, off, &(size_t) { 4 * ps },
+                                             MPIR_PAGEGUARD_RECV, 0, &r), MPIR_PAGEGUARD_OK);
+    char *first = MPIR_Pageguard_staging(r);
+    memset(first, 'x', 4 * ps);
+    MPIR_Pageguard_complete(r, 0);
+    MPIR_Pageguard_unregister(r);
+
+    memset(mem, 0x11, 8 * ps);
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 2, off, len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    char *second = MPIR_Pageguard_staging(r);
+    ck_assert_ptr_eq(second, first);
+    memset(second, 'y', 2 * ps);
+    memset(second + 3 * ps, 'z', ps);
+    MPIR_Pageguard_complete(r, 0);
+    MPIR_Pageguard_complete(r, 1);
+    ck_assert(MPIR_Pageguard_all_released(r));
+    ck_assert_int_eq(mem[2 * ps - 1], 'y');
+    ck_assert_int_eq(mem[2 * ps], 0x11);        /* hole: the old 'x' never lands */
+    ck_assert_int_eq(mem[3 * ps - 1], 0x11);
+    ck_assert_int_eq(mem[3 * ps], 'z');
+    MPIR_Pageguard_unregister(r);
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.staging_reused, 1);
+    ck_assert_uint_eq(st.staging_cached, 4 * ps);
+
+    /* one page is less than half of the kept four: a fresh mapping */
+    ck_assert_int_eq(MPIR_Pageguard_register(mem + 4 * ps, ps, 1, off, &(size_t) { ps },
+                                             MPIR_PAGEGUARD_RECV, 0, &r), MPIR_PAGEGUARD_OK);
+    ck_assert_ptr_ne(MPIR_Pageguard_staging(r), first);
+    MPIR_Pageguard_complete(r, 0);
+    MPIR_Pageguard_unregister(r);
+
+    MPIR_Pageguard_finalize();
+    ck_assert_int_eq(MPIR_Pageguard_init(NULL), MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.staging_cached, 0);
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 2, off, len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_complete(r, 0);
+    MPIR_Pageguard_complete(r, 1);
+    MPIR_Pageguard_unregister(r);
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.staging_cached, 0);
+    munmap(mem, 8 * ps);
+}
+END_TEST
+
 /* Pages unmapped with data still on the way (free() of a pending buffer): forgotten, they are
  * never landed, protected or opened again, and whatever maps there next is left alone; the
  * pages around them land as usual. Forgetting does not wait. */
@@ -729,6 +790,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, alignment_small_buffers);
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, landing_and_holes);
+    tcase_add_test(tc, staging_is_kept_for_the_next_region);
     tcase_add_test(tc, forgotten_pages_are_left_alone);
     tcase_add_test(tc, shared_page_waits_for_both);
     tcase_add_test(tc, stack_buffer);

@@ -10,7 +10,8 @@ AM_CPPFLAGS += -I$(top_srcdir)/src/util/mpir_pageguard
 mpi_core_sources += \
     src/util/mpir_pageguard/pageguard_fault.c \
     src/util/mpir_pageguard/pageguard_init.c \
-    src/util/mpir_pageguard/pageguard_region.c
+    src/util/mpir_pageguard/pageguard_region.c \
+    src/util/mpir_pageguard/pageguard_staging.c
 
 noinst_HEADERS += \
     src/util/mpir_pageguard/mpir_pageguard.h \

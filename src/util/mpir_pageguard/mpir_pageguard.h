@@ -64,6 +64,8 @@ typedef struct {
      * MPIR_PAGEGUARD_FORGET: the page is forgotten (made accessible, its data dropped, as in
      * MPIR_Pageguard_forget_recv) and the access goes on. */
     int (*before_wait) (void *addr);
+    /* Bytes of released staging memory kept for later receive regions (0: none kept). */
+    size_t staging_cache;
 } MPIR_Pageguard_config_t;
 
 #define MPIR_PAGEGUARD_WAIT   0
@@ -87,6 +89,8 @@ typedef struct {
     unsigned long forgotten;    /* receive pages dropped: unmapped or reused before their data
                                  * came (forget_recv, before_wait) */
     size_t map_budget, maps_in_use;
+    unsigned long staging_reused;       /* receive regions that took a kept staging mapping */
+    size_t staging_cached;      /* bytes of staging memory kept right now */
 } MPIR_Pageguard_stats_t;
 
 int MPIR_Pageguard_init(const MPIR_Pageguard_config_t * config);

@@ -131,6 +131,7 @@ int MPIR_Pageguard_finalize(void)
             MPIR_Pageguard_unregister(MPII_pageguard.slots[i].region);
     }
     MPII_Pageguard_uninstall_handler();
+    MPII_Pageguard_staging_drain();
     if (MPII_pageguard.mem_fd >= 0)
         close(MPII_pageguard.mem_fd);
     MPII_pageguard.mem_fd = -1;
@@ -183,4 +184,8 @@ void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats)
     stats->stall_ns = atomic_load(&MPII_pageguard.stall_ns);
     stats->mprotect_calls = atomic_load(&MPII_pageguard.mprotect_calls);
     stats->forgotten = atomic_load(&MPII_pageguard.forgotten);
+    pthread_mutex_lock(&MPII_pageguard.lock);
+    stats->staging_reused = MPII_pageguard.staging_reused;
+    stats->staging_cached = MPII_pageguard.staging_cached;
+    pthread_mutex_unlock(&MPII_pageguard.lock);
 }

@@ -17,6 +17,7 @@
 
 /* Regions registered at once: the handler scans them linearly, so keep this small. */
 #define MPII_PAGEGUARD_MAX_REGIONS 256
+#define MPII_PAGEGUARD_STAGING_CACHED 8 /* staging mappings kept at most */
 
 /* Page states, read by the handler */
 enum {
@@ -77,6 +78,14 @@ typedef struct {
     _Atomic uint64_t stall_ns;
     _Atomic int waiting;        /* threads waiting in the handler */
     unsigned long regions, refused_budget, refused_nomem, refused_landing, refused_other;
+
+    /* released staging mappings for the next regions (pageguard_staging.c); under lock */
+    struct {
+        void *mem;
+        size_t len;
+    } staging[MPII_PAGEGUARD_STAGING_CACHED];
+    size_t staging_cached;
+    unsigned long staging_reused;
 } MPII_Pageguard_global_t;
 
 extern MPII_Pageguard_global_t MPII_pageguard;
@@ -106,6 +115,11 @@ static inline void MPII_Pageguard_slot_leave(MPII_Pageguard_slot_t * slot)
  * was guarded. Callers wake the waiters. Signal-safe (atomics and mprotect). */
 int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p);
 int MPII_Pageguard_install_handler(void);
+/* Staging memory of at least len bytes (page multiple), from the cache or a new mapping;
+ * *mapped_len is what to hand back. NULL when mmap fails. */
+void *MPII_Pageguard_staging_get(size_t len, size_t * mapped_len);
+void MPII_Pageguard_staging_put(void *mem, size_t len);
+void MPII_Pageguard_staging_drain(void);
 void MPII_Pageguard_uninstall_handler(void);
 void MPII_Pageguard_wake(MPIR_Pageguard_region_t * region);
 uint64_t MPII_Pageguard_now_ns(void);

@@ -60,7 +60,7 @@ int MPII_Pageguard_pages_of(const MPIR_Pageguard_region_t * r, uintptr_t lo, uin
 static void free_region(MPIR_Pageguard_region_t * r)
 {
     if (r->staging)
-        munmap(r->staging, r->staging_len);
+        MPII_Pageguard_staging_put(r->staging, r->staging_len);
     free(r->sub_off);
     free(r->sub_len);
     free((void *) r->page_state);
@@ -234,11 +234,8 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
     r->maps_reserved = 2 * runs + 2 * releases;
 
     if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE)) {
-        r->staging_len = round_up(len, ps);
-        r->staging = mmap(NULL, r->staging_len, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (r->staging == MAP_FAILED) {
-            r->staging = NULL;
+        r->staging = MPII_Pageguard_staging_get(round_up(len, ps), &r->staging_len);
+        if (r->staging == NULL) {
             rc = MPIR_PAGEGUARD_ERR_NOMEM;
             goto fn_fail;
         }

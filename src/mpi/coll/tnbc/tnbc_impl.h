@@ -186,7 +186,15 @@ uint64_t MPII_Tnbc_now_ns(void);
 void MPII_Tnbc_stats_outcome(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_outcome_t outcome,
                              int nsub, size_t bytes, uint64_t in_call_ns);
 void MPII_Tnbc_stats_op_done(uint64_t lifetime_ns, int error);
-void MPII_Tnbc_stats_helper(uint64_t cpu_ns, uint64_t polls, uint64_t sleeps);
+/* The helper's CPU time by what its rounds did (tnbc_progress.c) */
+typedef enum {
+    MPII_TNBC_HELPER_CPU_IDLE,  /* completed nothing while the application ran */
+    MPII_TNBC_HELPER_CPU_DATA,  /* completed sub-messages while the application ran */
+    MPII_TNBC_HELPER_CPU_APP_WAITED,    /* an application thread waited for T-NBC meanwhile */
+    MPII_TNBC_HELPER_CPU_COUNT
+} MPII_Tnbc_helper_cpu_t;
+void MPII_Tnbc_stats_helper(const uint64_t * cpu_ns, uint64_t system_ns, uint64_t polls,
+                            uint64_t sleeps);
 int MPII_Tnbc_stats_reduce_and_print(void);
 void MPII_Tnbc_pvars_register(void);
 

@@ -21,6 +21,7 @@
 
 #include <pthread.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +41,18 @@ cvars:
         new, in microseconds. The sleep starts at 1 us and doubles. Longer sleeps take less CPU
         from the application but leave the network idle longer when a step finishes.
 
+    - name        : MPIR_CVAR_TNBC_STAGING_CACHE
+      category    : TNBC
+      type        : int
+      default     : 67108864
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Bytes of receive staging memory kept after a collective finished, for the next ones
+        (at most 8 mappings). Fresh memory costs a page fault and a zeroed page for every
+        received page; 0 returns staging memory to the system at once.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -58,7 +71,9 @@ static struct {
     pthread_mutex_t wake_lock;
     pthread_cond_t wake;
     int stop;
-    uint64_t helper_cpu_ns, polls, sleeps;
+    int app_waiting;            /* application threads driving progress in progress_until */
+    uint64_t polls, sleeps, system_ns;
+    uint64_t cpu_ns[MPII_TNBC_HELPER_CPU_COUNT];
 } engine = {
     .wake_lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
@@ -145,10 +160,36 @@ static int poll_all(int *made_progress)
     return MPI_SUCCESS;
 }
 
-static void *helper_main(void *arg)
+static uint64_t thread_cpu_ns(void)
 {
     struct timespec cpu;
-    uint64_t sleep_ns = 1000;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    return (uint64_t) cpu.tv_sec * 1000000000ull + cpu.tv_nsec;
+}
+
+/* Which part of the helper's CPU time a round belongs to: while an application thread waited
+ * for T-NBC anyway (its core was idle; a blocking collective spends that CPU inside the call),
+ * or while the application ran, split by whether the round completed a sub-message. A round
+ * that completed nothing may still have moved bytes (a socket read of a long message). */
+static MPII_Tnbc_helper_cpu_t round_kind(int made, int app_waited)
+{
+    if (app_waited)
+        return MPII_TNBC_HELPER_CPU_APP_WAITED;
+    return made ? MPII_TNBC_HELPER_CPU_DATA : MPII_TNBC_HELPER_CPU_IDLE;
+}
+
+/* The kernel's part of this thread's CPU time: the network stack, mprotect, landing. */
+static uint64_t thread_system_ns(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return 0;
+    return (uint64_t) ru.ru_stime.tv_sec * 1000000000ull + ru.ru_stime.tv_usec * 1000ull;
+}
+
+static void *helper_main(void *arg)
+{
+    uint64_t sleep_ns = 1000, cpu_before = thread_cpu_ns();
     const uint64_t max_ns = (uint64_t) MPIR_CVAR_TNBC_POLL_MAX_US * 1000;
 
     on_helper = 1;
@@ -163,7 +204,9 @@ static void *helper_main(void *arg)
         if (stop)
             break;
 
+        int app_waited = MPIR_Pageguard_waiting() > 0;
         MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+        app_waited |= engine.app_waiting > 0;
         unsigned long before = engine.events;
         int made = 0;
         if (engine.head) {
@@ -174,19 +217,22 @@ static void *helper_main(void *arg)
         engine.polls++;
         MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
 
-        if (made || MPIR_Pageguard_waiting() > 0) {
+        app_waited |= MPIR_Pageguard_waiting() > 0;
+        if (made || app_waited) {
             sleep_ns = 1000;
             if (!made)
                 sched_yield();
-            continue;
+        } else {
+            struct timespec ts = {.tv_sec = 0,.tv_nsec = (long) sleep_ns };
+            nanosleep(&ts, NULL);
+            engine.sleeps++;
+            sleep_ns = sleep_ns * 2 > max_ns ? max_ns : sleep_ns * 2;
         }
-        struct timespec ts = {.tv_sec = 0,.tv_nsec = (long) sleep_ns };
-        nanosleep(&ts, NULL);
-        engine.sleeps++;
-        sleep_ns = sleep_ns * 2 > max_ns ? max_ns : sleep_ns * 2;
+        uint64_t cpu_now = thread_cpu_ns();
+        engine.cpu_ns[round_kind(made, app_waited)] += cpu_now - cpu_before;
+        cpu_before = cpu_now;
     }
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-    engine.helper_cpu_ns = (uint64_t) cpu.tv_sec * 1000000000ull + cpu.tv_nsec;
+    engine.system_ns = thread_system_ns();
     return NULL;
 }
 
@@ -218,7 +264,8 @@ int MPII_Tnbc_engine_start(void)
     /* Installed at first use, after the device (UCX) has installed its own handlers: ours
      * chains to them for every fault that is not on a guarded page. */
     MPIR_Pageguard_config_t cfg = {.map_budget = 0,.on_replaced = MPIR_PAGEGUARD_REINSTALL,
-        .before_wait = before_wait
+        .before_wait = before_wait,
+        .staging_cache = MPIR_CVAR_TNBC_STAGING_CACHE > 0 ? MPIR_CVAR_TNBC_STAGING_CACHE : 0
     };
     int rc = MPIR_Pageguard_init(&cfg);
     if (rc != MPIR_PAGEGUARD_OK && MPIR_Process.rank == 0)
@@ -258,6 +305,7 @@ void MPII_Tnbc_engine_add(MPII_Tnbc_op_t * op)
 static int progress_until(int (*cond) (const void *), const void *arg)
 {
     int mpi_errno = MPI_SUCCESS;
+    engine.app_waiting++;
     while (!cond(arg)) {
         int made;
         mpi_errno = MPID_Progress_test(NULL);
@@ -269,6 +317,7 @@ static int progress_until(int (*cond) (const void *), const void *arg)
         MPID_THREAD_CS_YIELD(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     }
   fn_exit:
+    engine.app_waiting--;
     return mpi_errno;
   fn_fail:
     goto fn_exit;
@@ -376,7 +425,7 @@ int MPIR_Tnbc_finalize_drain(void)
         pthread_mutex_unlock(&engine.wake_lock);
         pthread_join(engine.thread, NULL);
         MPIR_Progress_hook_deregister(engine.hook_id);
-        MPII_Tnbc_stats_helper(engine.helper_cpu_ns, engine.polls, engine.sleeps);
+        MPII_Tnbc_stats_helper(engine.cpu_ns, engine.system_ns, engine.polls, engine.sleeps);
     }
     /* MPI_Finalize holds no lock, and the device still runs threaded here; freeing an operation
      * may free its communicator (attribute callbacks expect the lock) */

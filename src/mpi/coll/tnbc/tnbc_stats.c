@@ -45,8 +45,9 @@ typedef struct {
     uint64_t outcomes[MPIR_TNBC_COLL_COUNT][MPIR_TNBC_OUTCOME_COUNT];
     uint64_t coll[MPIR_TNBC_COLL_COUNT][MPII_ST_COLL_COUNT];
     uint64_t ops_done, lifetime_ns, late_errors;
-    uint64_t helper_cpu_ns, helper_polls, helper_sleeps;
-    uint64_t faults, stall_ns, mprotect_calls, guard_refusals, pages_dropped;
+    uint64_t helper_cpu_ns[MPII_TNBC_HELPER_CPU_COUNT], helper_system_ns;
+    uint64_t helper_polls, helper_sleeps;
+    uint64_t faults, stall_ns, mprotect_calls, guard_refusals, pages_dropped, staging_reused;
 } MPII_Tnbc_counters_t;
 
 static MPII_Tnbc_counters_t st;
@@ -91,9 +92,12 @@ void MPII_Tnbc_stats_op_done(uint64_t lifetime_ns, int error)
     st.late_errors += (error != 0);
 }
 
-void MPII_Tnbc_stats_helper(uint64_t cpu_ns, uint64_t polls, uint64_t sleeps)
+void MPII_Tnbc_stats_helper(const uint64_t * cpu_ns, uint64_t system_ns, uint64_t polls,
+                            uint64_t sleeps)
 {
-    st.helper_cpu_ns = cpu_ns;
+    st.helper_system_ns = system_ns;
+    for (int k = 0; k < MPII_TNBC_HELPER_CPU_COUNT; k++)
+        st.helper_cpu_ns[k] = cpu_ns[k];
     st.helper_polls = polls;
     st.helper_sleeps = sleeps;
 }
@@ -119,15 +123,26 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s)
                     v[MPII_ST_BYTES] / 1048576.0, v[MPII_ST_IN_CALL_NS] / 1e6);
     }
     if (s->ops_done || s->faults || s->helper_polls) {
-        double life_ms = s->lifetime_ns / 1e6, cpu_ms = s->helper_cpu_ns / 1e6;
+        double life_ms = s->lifetime_ns / 1e6, cpu_ms[MPII_TNBC_HELPER_CPU_COUNT], total = 0;
+        for (int k = 0; k < MPII_TNBC_HELPER_CPU_COUNT; k++)
+            total += (cpu_ms[k] = s->helper_cpu_ns[k] / 1e6);
+#define MPII_SHARE(ms) (life_ms > 0 ? 100.0 * (ms) / life_ms : 0.0)
         fprintf(stderr, "[tnbc %s] background: %" PRIu64 " operations, %.3f ms in flight, "
                 "%" PRIu64 " late errors; faults %" PRIu64 ", stall %.3f ms; guard refusals %"
                 PRIu64 " (no whole page included); pages freed before their data came %"
-                PRIu64 "; helper CPU %.3f ms (%.1f%% of in-flight time), %" PRIu64 " polls, %"
-                PRIu64 " sleeps\n", who, s->ops_done, life_ms, s->late_errors, s->faults,
-                s->stall_ns / 1e6, s->guard_refusals, s->pages_dropped, cpu_ms,
-                life_ms > 0 ? 100.0 * cpu_ms / life_ms : 0.0, s->helper_polls,
+                PRIu64 "; staging memory reused %" PRIu64 " times\n", who, s->ops_done, life_ms,
+                s->late_errors, s->faults, s->stall_ns / 1e6, s->guard_refusals,
+                s->pages_dropped, s->staging_reused);
+        fprintf(stderr, "[tnbc %s] helper CPU %.3f ms = %.1f%% of in-flight time (%.1f%% in the "
+                "kernel); while the application ran: %.1f%% in rounds that completed nothing, "
+                "%.1f%% in rounds that completed sub-messages; while it waited for T-NBC: "
+                "%.1f%%; %" PRIu64 " polls, %" PRIu64 " sleeps\n", who, total,
+                MPII_SHARE(total), MPII_SHARE(s->helper_system_ns / 1e6),
+                MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_IDLE]),
+                MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_DATA]),
+                MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_APP_WAITED]), s->helper_polls,
                 s->helper_sleeps);
+#undef MPII_SHARE
     }
 }
 
@@ -148,6 +163,7 @@ int MPII_Tnbc_stats_reduce_and_print(void)
     st.guard_refusals = pg.refused_budget + pg.refused_nomem + pg.refused_landing +
         pg.refused_other;
     st.pages_dropped = pg.forgotten;
+    st.staging_reused = pg.staging_reused;
 
     if (MPIR_CVAR_TNBC_STATS >= 2) {
         char who[16];
