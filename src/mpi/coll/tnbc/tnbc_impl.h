@@ -177,6 +177,7 @@ int MPII_Tnbc_engine_finalize(void);
 int MPII_Tnbc_watch_unmaps(void);      /* tnbc_syscalls.c: 1 when UCX reports unmaps */
 void MPII_Tnbc_tune_malloc(void);      /* tnbc_syscalls.c: free() unmaps send buffers safely */
 void MPII_Tnbc_engine_add(MPII_Tnbc_op_t * op);
+void MPII_Tnbc_engine_reap(void);       /* free the operations the helper finished */
 int MPII_Tnbc_wait_op(MPII_Tnbc_op_t * op, int sync_only);
 /* wait until no guarded page remains in [addr, addr + len) */
 int MPII_Tnbc_settle_range(const void *addr, size_t len);

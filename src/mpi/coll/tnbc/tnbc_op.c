@@ -379,6 +379,7 @@ int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
 
     mpi_errno = MPII_Tnbc_engine_start();
     MPIR_ERR_CHECK(mpi_errno);
+    MPII_Tnbc_engine_reap();
     mpi_errno = MPII_Tnbc_op_start(args, &op);
     if (mpi_errno && op) {
         /* let whatever was posted finish before the buffers go away */

@@ -95,6 +95,16 @@ static void free_retired(void)
     }
 }
 
+/* A new collective frees what the helper finished since the last MPI call -- before it maps
+ * staging memory of its own, so that it can take over theirs. Without it, an application
+ * whose collectives all finish on the helper (it makes no other MPI call in between) would
+ * keep every finished operation until MPI_Finalize. */
+void MPII_Tnbc_engine_reap(void)
+{
+    if (!on_helper)
+        free_retired();
+}
+
 uint64_t MPII_Tnbc_now_ns(void)
 {
     struct timespec ts;
