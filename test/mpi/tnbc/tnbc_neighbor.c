@@ -4,6 +4,7 @@
  */
 
 /* The neighbour collectives with T-NBC: Neighbor_alltoall, Neighbor_alltoallv,
+ * Neighbor_alltoallw (byte displacements; a derived type for every other piece),
  * Neighbor_allgather and Neighbor_allgatherv on a non-periodic Cartesian line (MPI_PROC_NULL at
  * the ends) and on a distributed graph where each process sends two messages to the next rank
  * and one to itself (a repeated neighbour: the i-th message to a process meets its i-th
@@ -57,6 +58,9 @@ static void check(const topo_t * t, const int *r, const int *rd, const int *rc, 
     }
 }
 
+static MPI_Datatype one_int;   /* a derived type with MPI_INT's signature */
+
+/* v: 0 regular, 1 the v variant, 2 Neighbor_alltoallw (v layout, displacements in bytes) */
 static void run(const topo_t * t, int count, int v, int allgather)
 {
     int sc[MAXDEG], sd[MAXDEG], rc[MAXDEG], rd[MAXDEG], stot = 0, rtot = 0;
@@ -79,7 +83,17 @@ static void run(const topo_t * t, int count, int v, int allgather)
             s[sd[k] + i] = value(rank, allgather ? 0 : k, i);
     for (int i = 0; i < rtot; i++)
         r[i] = -1;
-    if (allgather && v)
+    if (v == 2) {
+        MPI_Aint sdb[MAXDEG], rdb[MAXDEG];
+        MPI_Datatype st[MAXDEG], rt[MAXDEG];
+        for (int k = 0; k < t->deg; k++) {
+            sdb[k] = sd[k] * (MPI_Aint) sizeof(int);
+            rdb[k] = rd[k] * (MPI_Aint) sizeof(int);
+            st[k] = k % 2 ? one_int : MPI_INT;
+            rt[k] = k % 2 ? MPI_INT : one_int;
+        }
+        MPI_Neighbor_alltoallw(s, sc, sdb, st, r, rc, rdb, rt, t->comm);
+    } else if (allgather && v)
         MPI_Neighbor_allgatherv(s, count, MPI_INT, r, rc, rd, MPI_INT, t->comm);
     else if (allgather)
         MPI_Neighbor_allgather(s, count, MPI_INT, r, count, MPI_INT, t->comm);
@@ -93,7 +107,8 @@ static void run(const topo_t * t, int count, int v, int allgather)
         for (int k = 0; k < t->deg; k++)
             rd[k] = k * count;
     check(t, r, rd, rc, allgather, !v && !allgather,
-          allgather ? (v ? "allgatherv" : "allgather") : (v ? "alltoallv" : "alltoall"), count);
+          allgather ? (v ? "allgatherv" : "allgather") :
+          (v == 2 ? "alltoallw" : v ? "alltoallv" : "alltoall"), count);
     free(s);
     free(r);
 }
@@ -133,13 +148,16 @@ int main(int argc, char **argv)
         }
     }
 
+    MPI_Type_contiguous(1, MPI_INT, &one_int);
+    MPI_Type_commit(&one_int);
     const int counts[] = { 3, 1100, 5000 };
     for (int c = 0; c < 3; c++)
-        for (int v = 0; v <= 1; v++)
-            for (int allgather = 0; allgather <= 1; allgather++) {
+        for (int v = 0; v <= 2; v++)
+            for (int allgather = 0; allgather <= (v < 2); allgather++) {
                 run(&line, counts[c], v, allgather);
                 run(&graph, counts[c], v, allgather);
             }
+    MPI_Type_free(&one_int);
 
     MPI_Comm_free(&line.comm);
     MPI_Comm_free(&graph.comm);

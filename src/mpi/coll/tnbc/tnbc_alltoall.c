@@ -3,7 +3,8 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* Alltoall and Alltoallv, and the pairwise engine the gather family shares (tnbc_gather.c):
+/* Alltoall, Alltoallv and Alltoallw, and the pairwise engine the gather family and the
+ * neighbour collectives share (tnbc_gather.c, tnbc_neighbor.c):
  * every pair exchanges at most one piece, in ring order (tnbc_sched.c). Contiguous buffers are
  * used in place (the receive buffer behind page guards); a derived datatype, MPI_IN_PLACE or
  * receive ranges that overlap are packed into private buffers, and a packed receive waits in
@@ -13,22 +14,36 @@
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
 
-/* Lowest and highest byte the pieces of a v-layout touch, relative to the buffer. */
-static void v_span(const MPI_Aint counts[], const MPI_Aint displs[], MPI_Datatype type, int n,
-                   MPI_Aint * lo, MPI_Aint * hi)
+/* Peer p's piece of one side: its datatype and where it starts, in bytes from side->buf. */
+static MPI_Datatype piece_type(const MPII_Tnbc_side_t * side, int p)
 {
-    MPI_Aint true_lb, true_extent, extent;
-    MPIR_Type_get_true_extent_impl(type, &true_lb, &true_extent);
-    MPIR_Datatype_get_extent_macro(type, extent);
+    return side->types ? side->types[p] : side->type;
+}
+
+static MPI_Aint piece_off(const MPII_Tnbc_side_t * side, int p)
+{
+    MPI_Aint extent;
+    if (side->types)
+        return side->displs[p];
+    MPIR_Datatype_get_extent_macro(side->type, extent);
+    return side->displs[p] * extent;
+}
+
+/* Lowest and highest byte the pieces of a side touch, relative to its buffer. */
+static void side_span(const MPII_Tnbc_side_t * side, int n, MPI_Aint * lo, MPI_Aint * hi)
+{
+    int first = 1;
     *lo = 0;
     *hi = 0;
-    int first = 1;
     for (int p = 0; p < n; p++) {
-        if (counts[p] <= 0)
+        MPI_Aint true_lb, true_extent, extent, c = side->counts[p];
+        if (c <= 0)
             continue;
-        MPI_Aint a = displs[p] * extent + true_lb + MPL_MIN(0, (counts[p] - 1) * extent);
-        MPI_Aint b = displs[p] * extent + true_lb + true_extent +
-            MPL_MAX(0, (counts[p] - 1) * extent);
+        MPI_Datatype type = piece_type(side, p);
+        MPIR_Type_get_true_extent_impl(type, &true_lb, &true_extent);
+        MPIR_Datatype_get_extent_macro(type, extent);
+        MPI_Aint a = piece_off(side, p) + true_lb + MPL_MIN(0, (c - 1) * extent);
+        MPI_Aint b = piece_off(side, p) + true_lb + true_extent + MPL_MAX(0, (c - 1) * extent);
         if (first || a < *lo)
             *lo = a;
         if (first || b > *hi)
@@ -37,33 +52,49 @@ static void v_span(const MPI_Aint counts[], const MPI_Aint displs[], MPI_Datatyp
     }
 }
 
+static int side_is_flat(const MPII_Tnbc_side_t * side, int n)
+{
+    if (!side->types)
+        return MPII_Tnbc_is_flat(side->type);
+    for (int p = 0; p < n; p++)
+        if (side->counts[p] > 0 && !MPII_Tnbc_is_flat(side->types[p]))
+            return 0;
+    return 1;
+}
+
+static int settle_side(const MPII_Tnbc_side_t * side, int n)
+{
+    MPI_Aint lo, hi;
+    if (!MPIR_Tnbc_ops_in_flight || side->buf == MPI_IN_PLACE)
+        return MPI_SUCCESS;
+    side_span(side, n, &lo, &hi);
+    return MPII_Tnbc_settle_range((const char *) side->buf + lo, (size_t) (hi - lo));
+}
+
 int MPII_Tnbc_settle_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displs[],
                        MPI_Datatype type, int n)
 {
-    MPI_Aint lo, hi;
-    if (!MPIR_Tnbc_ops_in_flight || buf == MPI_IN_PLACE)
-        return MPI_SUCCESS;
-    v_span(counts, displs, type, n, &lo, &hi);
-    return MPII_Tnbc_settle_range((const char *) buf + lo, (size_t) (hi - lo));
+    MPII_Tnbc_side_t side = {.buf = buf,.counts = counts,.displs = displs,.type = type };
+    return settle_side(&side, n);
 }
 
-static int same_as_previous(const MPI_Aint counts[], const MPI_Aint displs[], int p)
+static int same_as_previous(const MPII_Tnbc_side_t * side, int p)
 {
-    return p > 0 && counts[p] > 0 && counts[p] == counts[p - 1] && displs[p] == displs[p - 1];
+    return p > 0 && side->counts[p] > 0 && side->counts[p] == side->counts[p - 1] &&
+        side->displs[p] == side->displs[p - 1] && piece_type(side, p) == piece_type(side, p - 1);
 }
 
-/* Pack each peer's piece of a v-layout one after the other into a new buffer. */
-static int pack_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displs[],
-                  MPI_Datatype type, int n, const size_t * bytes, size_t * off, char **packed)
+/* Pack each peer's piece of a side one after the other into a new buffer. */
+static int pack_side(const MPII_Tnbc_side_t * side, int n, const size_t * bytes, size_t * off,
+                     char **packed)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPI_Aint extent, actual;
+    MPI_Aint actual;
     size_t total = 0;
 
-    MPIR_Datatype_get_extent_macro(type, extent);
     for (int p = 0; p < n; p++) {
         /* the same piece for consecutive peers (Allgather) is packed once */
-        if (same_as_previous(counts, displs, p)) {
+        if (same_as_previous(side, p)) {
             off[p] = off[p - 1];
             continue;
         }
@@ -73,10 +104,11 @@ static int pack_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displ
     *packed = MPL_malloc(total + 1, MPL_MEM_COLL);
     MPIR_ERR_CHKANDJUMP(!*packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
     for (int p = 0; p < n; p++) {
-        if (!bytes[p] || same_as_previous(counts, displs, p))
+        if (!bytes[p] || same_as_previous(side, p))
             continue;
-        mpi_errno = MPIR_Typerep_pack((const char *) buf + displs[p] * extent, counts[p], type, 0,
-                                      *packed + off[p], bytes[p], &actual);
+        mpi_errno = MPIR_Typerep_pack((const char *) side->buf + piece_off(side, p),
+                                      side->counts[p], piece_type(side, p), 0, *packed + off[p],
+                                      bytes[p], &actual);
         MPIR_ERR_CHECK(mpi_errno);
     }
   fn_exit:
@@ -85,20 +117,18 @@ static int pack_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displ
     goto fn_exit;
 }
 
-static int unpack_v(const char *packed, void *buf, const MPI_Aint counts[],
-                    const MPI_Aint displs[], MPI_Datatype type, int n, const size_t * bytes,
-                    const size_t * off)
+static int unpack_side(const char *packed, const MPII_Tnbc_side_t * side, int n,
+                       const size_t * bytes, const size_t * off)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPI_Aint extent, actual;
+    MPI_Aint actual;
 
-    MPIR_Datatype_get_extent_macro(type, extent);
     for (int p = 0; p < n; p++) {
         if (!bytes[p])
             continue;
         mpi_errno = MPIR_Typerep_unpack(packed + off[p], bytes[p],
-                                        (char *) buf + displs[p] * extent, counts[p], type, 0,
-                                        &actual);
+                                        (char *) side->buf + piece_off(side, p), side->counts[p],
+                                        piece_type(side, p), 0, &actual);
         MPIR_ERR_CHECK(mpi_errno);
     }
   fn_exit:
@@ -118,17 +148,15 @@ static int build(MPIR_Tnbc_sched_t * s, int rank, const MPII_Tnbc_nbrs_t * nbrs,
     return MPIR_Tnbc_sched_alltoallv(s, rank, ns, sbytes, soff, rbytes, roff);
 }
 
-int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Aint sendcounts[],
-                       const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
-                       const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
-                       MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
-                       const MPII_Tnbc_nbrs_t * nbrs, int flags, int *handled)
+int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_side,
+                         const MPII_Tnbc_side_t * recv, MPIR_Comm * comm_ptr,
+                         const MPII_Tnbc_nbrs_t * nbrs, int flags, int *handled)
 {
     int mpi_errno = MPI_SUCCESS;
     int rank = comm_ptr->rank;
     int ns = nbrs ? nbrs->outdegree : comm_ptr->local_size;
     int nr = nbrs ? nbrs->indegree : comm_ptr->local_size;
-    MPI_Aint ssize, rsize, sext, rext, lo, hi;
+    MPI_Aint size, lo, hi;
     MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
     MPII_Tnbc_op_t *op = NULL;
     size_t *sbytes, *soff, *rbytes, *roff;
@@ -136,17 +164,9 @@ int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
     MPIR_CHKLMEM_DECL(4);
 
     *handled = 0;
-    int in_place = (sendbuf == MPI_IN_PLACE);
-    if (in_place) {
-        sendbuf = recvbuf;
-        sendcounts = recvcounts;
-        sdispls = rdispls;
-        sendtype = recvtype;
-    }
-    MPIR_Datatype_get_size_macro(sendtype, ssize);
-    MPIR_Datatype_get_size_macro(recvtype, rsize);
-    MPIR_Datatype_get_extent_macro(sendtype, sext);
-    MPIR_Datatype_get_extent_macro(recvtype, rext);
+    int in_place = (send_side->buf == MPI_IN_PLACE);
+    /* MPI_IN_PLACE: each piece goes out from where its reply will land (Alltoall semantics) */
+    const MPII_Tnbc_side_t *send = in_place ? recv : send_side;
     MPIR_CHKLMEM_MALLOC(sbytes, size_t *, (ns + 1) * sizeof(size_t), mpi_errno, "sbytes",
                         MPL_MEM_COLL);
     MPIR_CHKLMEM_MALLOC(soff, size_t *, (ns + 1) * sizeof(size_t), mpi_errno, "soff",
@@ -156,11 +176,19 @@ int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
     MPIR_CHKLMEM_MALLOC(roff, size_t *, (nr + 1) * sizeof(size_t), mpi_errno, "roff",
                         MPL_MEM_COLL);
     for (int p = 0; p < ns; p++) {
-        sbytes[p] = sendcounts[p] > 0 ? sendcounts[p] * ssize : 0;
+        sbytes[p] = 0;
+        if (send->counts[p] > 0) {
+            MPIR_Datatype_get_size_macro(piece_type(send, p), size);
+            sbytes[p] = send->counts[p] * size;
+        }
         largest = MPL_MAX(largest, sbytes[p]);
     }
     for (int p = 0; p < nr; p++) {
-        rbytes[p] = recvcounts[p] > 0 ? recvcounts[p] * rsize : 0;
+        rbytes[p] = 0;
+        if (recv->counts[p] > 0) {
+            MPIR_Datatype_get_size_macro(piece_type(recv, p), size);
+            rbytes[p] = recv->counts[p] * size;
+        }
         largest = MPL_MAX(largest, rbytes[p]);
         largest_recv = MPL_MAX(largest_recv, rbytes[p]);
     }
@@ -176,24 +204,23 @@ int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
 
     /* Send space: the user's bytes in place when flat, else packed (MPI_IN_PLACE: always a
      * copy, as the receive buffer is overwritten). */
-    if (!in_place && !(flags & MPII_TNBC_PACK_SEND) && MPII_Tnbc_is_flat(sendtype)) {
-        v_span(sendcounts, sdispls, sendtype, ns, &lo, &hi);
+    if (!in_place && !(flags & MPII_TNBC_PACK_SEND) && side_is_flat(send, ns)) {
+        side_span(send, ns, &lo, &hi);
         for (int p = 0; p < ns; p++)
-            soff[p] = sbytes[p] ? (size_t) (sdispls[p] * sext - lo) : 0;
-        args.send_user = (const char *) sendbuf + lo;
+            soff[p] = sbytes[p] ? (size_t) (piece_off(send, p) - lo) : 0;
+        args.send_user = (const char *) send->buf + lo;
     } else {
-        mpi_errno = pack_v(sendbuf, sendcounts, sdispls, sendtype, ns, sbytes, soff,
-                           (char **) &args.send_packed);
+        mpi_errno = pack_side(send, ns, sbytes, soff, (char **) &args.send_packed);
         MPIR_ERR_CHECK(mpi_errno);
     }
 
     /* Receive space: the user's buffer when flat and the pieces do not overlap. */
-    int recv_flat = MPII_Tnbc_is_flat(recvtype);
+    int recv_flat = side_is_flat(recv, nr);
     if (recv_flat) {
-        v_span(recvcounts, rdispls, recvtype, nr, &lo, &hi);
+        side_span(recv, nr, &lo, &hi);
         for (int p = 0; p < nr; p++)
-            roff[p] = rbytes[p] ? (size_t) (rdispls[p] * rext - lo) : 0;
-        args.recv_user = (char *) recvbuf + lo;
+            roff[p] = rbytes[p] ? (size_t) (piece_off(recv, p) - lo) : 0;
+        args.recv_user = (char *) recv->buf + lo;
     }
     int rc = MPIR_TNBC_SCHED_ERR_OVERLAP;
     if (recv_flat)
@@ -217,8 +244,7 @@ int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
     MPIR_ERR_CHECK(mpi_errno);
     if (op) {
         if (args.recv_packed)
-            mpi_errno = unpack_v(op->recv_tmp, recvbuf, recvcounts, rdispls, recvtype, nr,
-                                 rbytes, roff);
+            mpi_errno = unpack_side(op->recv_tmp, recv, nr, rbytes, roff);
         MPII_Tnbc_op_free(op);
         MPIR_ERR_CHECK(mpi_errno);
     }
@@ -230,6 +256,21 @@ int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
     return mpi_errno;
   fn_fail:
     goto fn_exit;
+}
+
+int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Aint sendcounts[],
+                       const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                       const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
+                       MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
+                       const MPII_Tnbc_nbrs_t * nbrs, int flags, int *handled)
+{
+    MPII_Tnbc_side_t send = {.buf = sendbuf,.counts = sendcounts,.displs = sdispls,
+        .type = sendtype
+    };
+    MPII_Tnbc_side_t recv = {.buf = recvbuf,.counts = recvcounts,.displs = rdispls,
+        .type = recvtype
+    };
+    return MPII_Tnbc_pairwise_w(coll, &send, &recv, comm_ptr, nbrs, flags, handled);
 }
 
 int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
@@ -290,6 +331,35 @@ int MPIR_Tnbc_Alltoallv(const void *sendbuf, const MPI_Aint sendcounts[], const 
     mpi_errno = MPII_Tnbc_pairwise(MPIR_TNBC_COLL_ALLTOALLV, sendbuf, sendcounts, sdispls,
                                    sendtype, recvbuf, recvcounts, rdispls, recvtype, comm_ptr,
                                    NULL, 0, tnbc_handled);
+  fn_fail:
+    return mpi_errno;
+}
+
+int MPIR_Tnbc_Alltoallw(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint sdispls[],
+                        const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Aint recvcounts[],
+                        const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                        MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int n = MPII_Tnbc_peers(comm_ptr);
+    MPII_Tnbc_side_t send = {.buf = sendbuf,.counts = sendcounts,.displs = sdispls,
+        .types = sendtypes
+    };
+    MPII_Tnbc_side_t recv = {.buf = recvbuf,.counts = recvcounts,.displs = rdispls,
+        .types = recvtypes
+    };
+
+    if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
+        MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLTOALLW };
+        MPII_TNBC_SETTLE_ALL();
+        return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
+    }
+    mpi_errno = settle_side(&send, n);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = settle_side(&recv, n);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPII_Tnbc_pairwise_w(MPIR_TNBC_COLL_ALLTOALLW, &send, &recv, comm_ptr, NULL, 0,
+                                     tnbc_handled);
   fn_fail:
     return mpi_errno;
 }

@@ -6,9 +6,9 @@
 /* Entry points called by the prologue that maint/gen_coll.py emits in every blocking MPIR_<Coll>
  * (see maint/patches). Each one first settles the buffers it is given (the stock path must not
  * fault on the guards of an earlier collective), then describes its call and offers it to the
- * family. The collectives with a schedule builder live in their own files (tnbc_alltoall.c,
- * tnbc_gather.c, tnbc_bcast.c, tnbc_reduce.c, tnbc_neighbor.c); the rest are declined here
- * and the stock path runs unchanged. */
+ * family. The collectives live in their own files (tnbc_alltoall.c, tnbc_gather.c,
+ * tnbc_bcast.c, tnbc_reduce.c, tnbc_neighbor.c); here are the decision every one of them takes
+ * and the way a call is declined (the stock path then runs unchanged). */
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
@@ -37,36 +37,9 @@ MPIR_Tnbc_decision_t MPII_Tnbc_decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm 
 
 int MPII_Tnbc_offer(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr, int *handled)
 {
-    /* No builder for these collectives yet (not in MPII_Tnbc_policy.supported_colls). */
+    /* A call with no T-NBC schedule (e.g. on an intercommunicator): declined, and counted. */
     MPIR_Tnbc_decision_t decision ATTRIBUTE((unused)) = MPII_Tnbc_decide(facts, comm_ptr);
     MPIR_Assert(decision != MPIR_TNBC_ACCEPT);
     *handled = 0;
     return MPI_SUCCESS;
-}
-
-int MPIR_Tnbc_Alltoallw(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint sdispls[],
-                        const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Aint recvcounts[],
-                        const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
-                        MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLTOALLW };
-    MPII_TNBC_SETTLE_ALL();
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
-}
-
-int MPIR_Tnbc_Neighbor_alltoallw(const void *sendbuf, const MPI_Aint sendcounts[],
-                                 const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
-                                 void *recvbuf, const MPI_Aint recvcounts[],
-                                 const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
-                                 MPIR_Comm * comm_ptr, int *tnbc_handled)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLW };
-    MPII_TNBC_SETTLE_ALL();
-    return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
 }

@@ -144,6 +144,18 @@ int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
                        const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
                        MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
                        const MPII_Tnbc_nbrs_t * nbrs, int flags, int *handled);
+/* One side of the pairwise engine with a datatype per peer: peer p's piece is counts[p]
+ * elements of types[p] at buf + displs[p] bytes (Alltoallw); with types NULL, of type at
+ * buf + displs[p] * extent(type) (v-layouts). */
+typedef struct {
+    const void *buf;
+    const MPI_Aint *counts, *displs;
+    MPI_Datatype type;
+    const MPI_Datatype *types;
+} MPII_Tnbc_side_t;
+int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send,
+                         const MPII_Tnbc_side_t * recv, MPIR_Comm * comm_ptr,
+                         const MPII_Tnbc_nbrs_t * nbrs, int flags, int *handled);
 /* Per-peer send/receive counts and displacements for the pairwise engine: four arrays of n,
  * zeroed, in one allocation (free with MPL_free(l.sc)). */
 typedef struct {

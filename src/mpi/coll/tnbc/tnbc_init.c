@@ -59,6 +59,7 @@ MPIR_Tnbc_policy_t MPII_Tnbc_policy;
 /* Collectives with a T-NBC schedule builder. */
 #define MPII_TNBC_SUPPORTED_COLLS (MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLTOALL) | \
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLTOALLV) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLTOALLW) | \
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_BCAST) | \
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLGATHER) | \
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLGATHERV) | \
@@ -75,7 +76,8 @@ MPIR_Tnbc_policy_t MPII_Tnbc_policy;
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_NEIGHBOR_ALLGATHER) | \
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_NEIGHBOR_ALLGATHERV) | \
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL) | \
-                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV))
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV) | \
+                                   MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLW))
 
 int MPIR_Tnbc_init(void)
 {

@@ -4,7 +4,7 @@
  */
 
 /* The neighbour collectives of topology communicators (Cartesian, graph, distributed graph):
- * Neighbor_alltoall(v) and Neighbor_allgather(v) on the pairwise engine with the topology's
+ * Neighbor_alltoall(v/w) and Neighbor_allgather(v) on the pairwise engine with the topology's
  * neighbour lists, in the order MPI defines (tnbc_sched.c: MPIR_Tnbc_sched_neighbor).
  * MPI_PROC_NULL neighbours move nothing; repeated neighbours match as in MPICH's own
  * algorithms. Piece sizes may differ between processes, so every call is taken and a process
@@ -34,12 +34,14 @@ static int get_nbrs(MPIR_Comm * comm_ptr, MPII_Tnbc_nbrs_t * nbrs)
 
 /* Counts and displacements in elements, one per neighbour; sendcounts NULL: the same
  * sendcount from the start of sendbuf to every neighbour (allgather); recvcounts NULL: recvcount
- * per neighbour, one after the other. */
+ * per neighbour, one after the other. With sendtypes/recvtypes (Neighbor_alltoallw), one
+ * datatype per neighbour and displacements in bytes. */
 static int neighbor(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendcount,
                     const MPI_Aint sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype,
-                    void *recvbuf, MPI_Aint recvcount, const MPI_Aint recvcounts[],
-                    const MPI_Aint rdispls[], MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
-                    int *tnbc_handled)
+                    const MPI_Datatype sendtypes[], void *recvbuf, MPI_Aint recvcount,
+                    const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
+                    MPI_Datatype recvtype, const MPI_Datatype recvtypes[],
+                    MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
     int mpi_errno = MPI_SUCCESS;
     MPII_Tnbc_nbrs_t nbrs = { 0 };
@@ -66,8 +68,13 @@ static int neighbor(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendcou
         l.rc[k] = recvcounts ? recvcounts[k] : recvcount;
         l.rd[k] = recvcounts ? rdispls[k] : k * recvcount;
     }
-    mpi_errno = MPII_Tnbc_pairwise(coll, sendbuf, l.sc, l.sd, sendtype, recvbuf, l.rc, l.rd,
-                                   recvtype, comm_ptr, &nbrs, 0, tnbc_handled);
+    MPII_Tnbc_side_t send = {.buf = sendbuf,.counts = l.sc,.displs = l.sd,.type = sendtype,
+        .types = sendtypes
+    };
+    MPII_Tnbc_side_t recv = {.buf = recvbuf,.counts = l.rc,.displs = l.rd,.type = recvtype,
+        .types = recvtypes
+    };
+    mpi_errno = MPII_Tnbc_pairwise_w(coll, &send, &recv, comm_ptr, &nbrs, 0, tnbc_handled);
 
   fn_exit:
     MPL_free(l.sc);
@@ -82,7 +89,7 @@ int MPIR_Tnbc_Neighbor_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Dat
                                 MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
     return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL, sendbuf, sendcount, NULL, NULL, sendtype,
-                    recvbuf, recvcount, NULL, NULL, recvtype, comm_ptr, tnbc_handled);
+                    NULL, recvbuf, recvcount, NULL, NULL, recvtype, NULL, comm_ptr, tnbc_handled);
 }
 
 int MPIR_Tnbc_Neighbor_alltoallv(const void *sendbuf, const MPI_Aint sendcounts[],
@@ -91,7 +98,8 @@ int MPIR_Tnbc_Neighbor_alltoallv(const void *sendbuf, const MPI_Aint sendcounts[
                                  MPI_Datatype recvtype, MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
     return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV, sendbuf, 0, sendcounts, sdispls, sendtype,
-                    recvbuf, 0, recvcounts, rdispls, recvtype, comm_ptr, tnbc_handled);
+                    NULL, recvbuf, 0, recvcounts, rdispls, recvtype, NULL, comm_ptr,
+                    tnbc_handled);
 }
 
 int MPIR_Tnbc_Neighbor_allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
@@ -99,7 +107,8 @@ int MPIR_Tnbc_Neighbor_allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Da
                                  MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
     return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLGATHER, sendbuf, sendcount, NULL, NULL, sendtype,
-                    recvbuf, recvcount, NULL, NULL, recvtype, comm_ptr, tnbc_handled);
+                    NULL, recvbuf, recvcount, NULL, NULL, recvtype, NULL, comm_ptr,
+                    tnbc_handled);
 }
 
 int MPIR_Tnbc_Neighbor_allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
@@ -108,5 +117,17 @@ int MPIR_Tnbc_Neighbor_allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_D
                                   MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
     return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLGATHERV, sendbuf, sendcount, NULL, NULL, sendtype,
-                    recvbuf, 0, recvcounts, displs, recvtype, comm_ptr, tnbc_handled);
+                    NULL, recvbuf, 0, recvcounts, displs, recvtype, NULL, comm_ptr,
+                    tnbc_handled);
+}
+
+int MPIR_Tnbc_Neighbor_alltoallw(const void *sendbuf, const MPI_Aint sendcounts[],
+                                 const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                 void *recvbuf, const MPI_Aint recvcounts[],
+                                 const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                 MPIR_Comm * comm_ptr, int *tnbc_handled)
+{
+    return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLW, sendbuf, 0, sendcounts, sdispls,
+                    MPI_DATATYPE_NULL, sendtypes, recvbuf, 0, recvcounts, rdispls,
+                    MPI_DATATYPE_NULL, recvtypes, comm_ptr, tnbc_handled);
 }
