@@ -199,6 +199,7 @@ uint64_t MPII_Tnbc_now_ns(void);
 void MPII_Tnbc_stats_outcome(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_outcome_t outcome,
                              int nsub, size_t bytes, uint64_t in_call_ns);
 void MPII_Tnbc_stats_op_done(uint64_t lifetime_ns, int error);
+void MPII_Tnbc_stats_settle(uint64_t wait_ns);  /* an MPI call waited for T-NBC data */
 /* The helper's CPU time by what its rounds did (tnbc_progress.c) */
 typedef enum {
     MPII_TNBC_HELPER_CPU_IDLE,  /* completed nothing while the application ran */

@@ -353,6 +353,18 @@ int MPII_Tnbc_wait_op(MPII_Tnbc_op_t * op, int sync_only)
     return progress_until(sync_only ? op_sync_cond : op_done_cond, op);
 }
 
+/* An MPI call waits here for T-NBC pieces its buffers overlap before it touches them; the
+ * waits are counted (a call that returned early is followed by one that must wait). */
+static int settle_until(int (*cond) (const void *), const void *arg)
+{
+    if (cond(arg))
+        return MPI_SUCCESS;
+    uint64_t t0 = MPII_Tnbc_now_ns();
+    int mpi_errno = progress_until(cond, arg);
+    MPII_Tnbc_stats_settle(MPII_Tnbc_now_ns() - t0);
+    return mpi_errno;
+}
+
 typedef struct {
     const void *addr;
     size_t len;
@@ -369,7 +381,7 @@ int MPII_Tnbc_settle_range(const void *addr, size_t len)
     range_t r = {.addr = addr,.len = len };
     if (!MPIR_Tnbc_ops_in_flight || len == 0)
         return MPI_SUCCESS;
-    return progress_until(range_clear_cond, &r);
+    return settle_until(range_clear_cond, &r);
 }
 
 int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype)
@@ -398,7 +410,7 @@ static int no_ops_cond(const void *arg)
 
 int MPIR_Tnbc_settle_all(void)
 {
-    return progress_until(no_ops_cond, NULL);
+    return settle_until(no_ops_cond, NULL);
 }
 
 static int comm_clear_cond(const void *comm)
@@ -411,7 +423,7 @@ static int comm_clear_cond(const void *comm)
 
 int MPIR_Tnbc_settle_comm(MPIR_Comm * comm_ptr)
 {
-    int mpi_errno = progress_until(comm_clear_cond, comm_ptr);
+    int mpi_errno = settle_until(comm_clear_cond, comm_ptr);
     /* finished operations hold the communicator too: let it go with the application's free */
     free_retired();
     return mpi_errno;

@@ -44,7 +44,7 @@ typedef struct {
     uint64_t decisions[MPIR_TNBC_COLL_COUNT][MPIR_TNBC_DECISION_COUNT];
     uint64_t outcomes[MPIR_TNBC_COLL_COUNT][MPIR_TNBC_OUTCOME_COUNT];
     uint64_t coll[MPIR_TNBC_COLL_COUNT][MPII_ST_COLL_COUNT];
-    uint64_t ops_done, lifetime_ns, late_errors;
+    uint64_t ops_done, lifetime_ns, late_errors, settles, settle_ns;
     uint64_t helper_cpu_ns[MPII_TNBC_HELPER_CPU_COUNT], helper_system_ns;
     uint64_t helper_polls, helper_sleeps;
     uint64_t faults, stall_ns, mprotect_calls, guard_refusals, pages_dropped, staging_reused;
@@ -92,6 +92,12 @@ void MPII_Tnbc_stats_op_done(uint64_t lifetime_ns, int error)
     st.late_errors += (error != 0);
 }
 
+void MPII_Tnbc_stats_settle(uint64_t wait_ns)
+{
+    st.settles++;
+    st.settle_ns += wait_ns;
+}
+
 void MPII_Tnbc_stats_helper(const uint64_t * cpu_ns, uint64_t system_ns, uint64_t polls,
                             uint64_t sleeps)
 {
@@ -122,6 +128,9 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s)
                     "inside the calls\n", who, MPIR_Tnbc_coll_name(c), v[MPII_ST_SUBS],
                     v[MPII_ST_BYTES] / 1048576.0, v[MPII_ST_IN_CALL_NS] / 1e6);
     }
+    if (s->settles)
+        fprintf(stderr, "[tnbc %s] MPI calls that first waited for T-NBC data in their buffers: "
+                "%" PRIu64 ", %.3f ms\n", who, s->settles, s->settle_ns / 1e6);
     if (s->ops_done || s->faults || s->helper_polls) {
         double life_ms = s->lifetime_ns / 1e6, cpu_ms[MPII_TNBC_HELPER_CPU_COUNT], total = 0;
         for (int k = 0; k < MPII_TNBC_HELPER_CPU_COUNT; k++)
