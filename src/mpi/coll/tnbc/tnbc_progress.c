@@ -227,8 +227,11 @@ static void *helper_main(void *arg)
         engine.polls++;
         MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
 
-        app_waited |= MPIR_Pageguard_waiting() > 0;
-        if (made || app_waited) {
+        /* only a thread in the fault handler needs us; one waiting in an MPI call polls
+         * itself (progress_until), so the helper backs off as when idle */
+        int faulted = MPIR_Pageguard_waiting() > 0;
+        app_waited |= faulted;
+        if (made || faulted) {
             sleep_ns = 1000;
             if (!made)
                 sched_yield();
