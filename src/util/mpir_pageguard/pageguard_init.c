@@ -177,6 +177,8 @@ void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats)
     stats->refused_other = MPII_pageguard.refused_other;
     stats->map_budget = MPII_pageguard.map_budget;
     stats->maps_in_use = MPII_pageguard.maps_in_use;
+    stats->staging_reused = MPII_pageguard.staging_reused;
+    stats->staging_cached = MPII_pageguard.staging_cached;
     pthread_mutex_unlock(&MPII_pageguard.lock);
     stats->faults = atomic_load(&MPII_pageguard.faults);
     stats->foreign_faults = atomic_load(&MPII_pageguard.foreign_faults);
@@ -184,8 +186,4 @@ void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats)
     stats->stall_ns = atomic_load(&MPII_pageguard.stall_ns);
     stats->mprotect_calls = atomic_load(&MPII_pageguard.mprotect_calls);
     stats->forgotten = atomic_load(&MPII_pageguard.forgotten);
-    pthread_mutex_lock(&MPII_pageguard.lock);
-    stats->staging_reused = MPII_pageguard.staging_reused;
-    stats->staging_cached = MPII_pageguard.staging_cached;
-    pthread_mutex_unlock(&MPII_pageguard.lock);
 }
