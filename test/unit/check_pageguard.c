@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -772,6 +773,63 @@ START_TEST(guarded_pages_count_and_touch)
 }
 END_TEST
 
+static _Atomic int on_wait_calls;
+static void count_on_wait(void)
+{
+    atomic_fetch_add(&on_wait_calls, 1);
+}
+
+/* A thread that starts waiting tells the progress side (on_wait), and each wait that ends by a
+ * release is one sample of release latency, measured from the data event when it is later
+ * than the fault. */
+START_TEST(wait_is_announced_and_release_latency_recorded)
+{
+    MPIR_Pageguard_finalize();
+    MPIR_Pageguard_config_t cfg = {.on_wait = count_on_wait };
+    ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
+    char *mem = map_pages(8);
+    split(8 * ps, 4, test_off, test_len);
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 8 * ps, 4, test_off, test_len,
+                                             MPIR_PAGEGUARD_RECV, 0, &r), MPIR_PAGEGUARD_OK);
+    /* no data event noted: every sample counts from the fault's own start */
+    MPIR_Pageguard_note_data_event(0);
+    struct completer c = { r, 4, 20, NULL, 'a' };
+    pthread_t t;
+    on_wait_calls = 0;
+    pthread_create(&t, NULL, complete_later, &c);
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(((volatile char *) mem)[test_off[k]], 'a' + k);
+    pthread_join(t, NULL);
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    uint64_t samples = 0;
+    for (int b = 0; b < MPIR_PAGEGUARD_LATENCY_BUCKETS; b++)
+        samples += st.release_hist[b];
+    ck_assert_int_ge(on_wait_calls, 1);
+    ck_assert_uint_eq(samples, (uint64_t) on_wait_calls);
+    ck_assert_uint_gt(st.release_max_ns, 0);
+    ck_assert_uint_lt(st.release_max_ns, 2000000000ull);
+    MPIR_Pageguard_unregister(r);
+    munmap(mem, 8 * ps);
+}
+END_TEST
+
+START_TEST(latency_buckets_are_ordered)
+{
+    int prev = -1;
+    for (uint64_t ns = 1; ns < (1ull << 36); ns = ns * 9 / 8 + 1) {
+        int b = MPIR_Pageguard_latency_bucket(ns);
+        ck_assert_int_ge(b, prev);
+        prev = b;
+        /* the bucket's middle is within a quarter octave of the value */
+        double mid = MPIR_Pageguard_latency_of_bucket(b);
+        ck_assert(mid > ns * 0.7 && mid < ns * 1.3 + 1);
+    }
+    ck_assert_int_eq(MPIR_Pageguard_latency_bucket(~0ull), MPIR_PAGEGUARD_LATENCY_BUCKETS - 1);
+}
+END_TEST
+
 /* Every test case gets a fresh module (fixture) and room for the thread tests. */
 static TCase *guarded_tcase(Suite * s, const char *name)
 {
@@ -806,6 +864,8 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, guarded_pages_count_and_touch);
     tcase_add_test(tc, before_wait_can_forget_the_page);
     tcase_add_test(tc, reused_buffer_waits_for_the_newer_region);
+    tcase_add_test(tc, wait_is_announced_and_release_latency_recorded);
+    tcase_add_test(tc, latency_buckets_are_ordered);
 
     tc = guarded_tcase(s, "chaining");
     tcase_add_test(tc, foreign_fault_reaches_previous_handler);

@@ -64,6 +64,9 @@ typedef struct {
      * MPIR_PAGEGUARD_FORGET: the page is forgotten (made accessible, its data dropped, as in
      * MPIR_Pageguard_forget_recv) and the access goes on. */
     int (*before_wait) (void *addr);
+    /* Called in the handler when a thread starts to wait (may be NULL), so that the progress
+     * side can wake up. Must be async-signal-safe. */
+    void (*on_wait) (void);
     /* Bytes of released staging memory kept for later receive regions (0: none kept). */
     size_t staging_cache;
 } MPIR_Pageguard_config_t;
@@ -78,6 +81,8 @@ typedef struct {
 
 typedef struct MPIR_Pageguard_region MPIR_Pageguard_region_t;
 
+#define MPIR_PAGEGUARD_LATENCY_BUCKETS 160     /* up to 2^40 ns */
+
 typedef struct {
     unsigned long regions;      /* registered so far */
     unsigned long refused_budget, refused_nomem, refused_landing, refused_other;
@@ -91,7 +96,17 @@ typedef struct {
     size_t map_budget, maps_in_use;
     unsigned long staging_reused;       /* receive regions that took a kept staging mapping */
     size_t staging_cached;      /* bytes of staging memory kept right now */
+    /* Release latency of waits that ended by a release: from the later of (the thread began
+     * to wait, the network signalled the data that released it: note_data_event) to the
+     * thread running again. Bucket b = 4 k + q counts latencies in
+     * [2^k (1 + q/4), 2^k (1 + (q+1)/4)) ns. */
+    uint64_t release_hist[MPIR_PAGEGUARD_LATENCY_BUCKETS];
+    uint64_t release_max_ns;
 } MPIR_Pageguard_stats_t;
+
+/* The latency bucket of ns, and the middle of bucket b in ns. */
+int MPIR_Pageguard_latency_bucket(uint64_t ns);
+double MPIR_Pageguard_latency_of_bucket(int b);
 
 int MPIR_Pageguard_init(const MPIR_Pageguard_config_t * config);
 int MPIR_Pageguard_finalize(void);
@@ -128,8 +143,12 @@ int MPIR_Pageguard_all_released(MPIR_Pageguard_region_t * region);
 void MPIR_Pageguard_first_touch(MPIR_Pageguard_region_t * region, int k, int *order,
                                 uint64_t * time_ns);
 
-/* Threads waiting in the handler right now (the progress side polls harder while any do). */
+/* Threads waiting in the handler right now. */
 int MPIR_Pageguard_waiting(void);
+
+/* Progress side: the sub-messages completed from now on came with network events signalled
+ * at time_ns (CLOCK_MONOTONIC); measures the release latency (stats). Lock-free. */
+void MPIR_Pageguard_note_data_event(uint64_t time_ns);
 
 /* Guarded pages in [addr, addr + len). With READ or WRITE, each one is touched that way first
  * -- for code about to let the kernel or a library access user memory, e.g. before a system

@@ -184,6 +184,40 @@ static void release_touched(MPIR_Pageguard_region_t * r, int k, size_t page)
     MPII_Pageguard_wake(r);
 }
 
+int MPIR_Pageguard_latency_bucket(uint64_t ns)
+{
+    int b = 0;
+    if (ns == 0)
+        return 0;
+    /* 4 buckets per power of two: the two bits below the leading one pick the quarter */
+    int lead = 63 - __builtin_clzll(ns);
+    int quarter = lead >= 2 ? (int) ((ns >> (lead - 2)) & 3) : (int) ((ns << (2 - lead)) & 3);
+    b = 4 * lead + quarter;
+    return b < MPIR_PAGEGUARD_LATENCY_BUCKETS ? b : MPIR_PAGEGUARD_LATENCY_BUCKETS - 1;
+}
+
+double MPIR_Pageguard_latency_of_bucket(int b)
+{
+    return (double) (1ull << (b / 4)) * (1.0 + (b % 4 + 0.5) / 4.0);
+}
+
+/* A wait that began at t0 ended by a release at t1: the part of it that came after both the
+ * reader and the data were there is the release latency. */
+static void record_release_latency(uint64_t t0, uint64_t t1)
+{
+    uint64_t event = atomic_load(&MPII_pageguard.data_event_ns);
+    uint64_t from = event > t0 ? event : t0;
+    uint64_t ns = t1 > from ? t1 - from : 0;
+    atomic_fetch_add(&MPII_pageguard.release_hist[MPIR_Pageguard_latency_bucket(ns)], 1);
+    uint64_t max = atomic_load(&MPII_pageguard.release_max_ns);
+    while (ns > max && !atomic_compare_exchange_weak(&MPII_pageguard.release_max_ns, &max, ns));
+}
+
+void MPIR_Pageguard_note_data_event(uint64_t time_ns)
+{
+    atomic_store_explicit(&MPII_pageguard.data_event_ns, time_ns, memory_order_relaxed);
+}
+
 static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page)
 {
     atomic_fetch_add(&MPII_pageguard.faults, 1);
@@ -205,6 +239,8 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
     uint64_t t0 = MPII_Pageguard_now_ns();
     atomic_fetch_add(&MPII_pageguard.waiting, 1);
     atomic_fetch_add(&r->waiters, 1);
+    if (MPII_pageguard.config.on_wait)
+        MPII_pageguard.config.on_wait();
     while (atomic_load(&r->page_state[page]) == MPII_PAGE_GUARDED) {
         unsigned int seq = atomic_load(&r->seq);
         if (atomic_load(&r->page_state[page]) != MPII_PAGE_GUARDED)
@@ -213,7 +249,10 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
     }
     atomic_fetch_sub(&r->waiters, 1);
     atomic_fetch_sub(&MPII_pageguard.waiting, 1);
-    atomic_fetch_add(&MPII_pageguard.stall_ns, MPII_Pageguard_now_ns() - t0);
+    uint64_t t1 = MPII_Pageguard_now_ns();
+    atomic_fetch_add(&MPII_pageguard.stall_ns, t1 - t0);
+    if (atomic_load(&r->page_state[page]) == MPII_PAGE_RELEASED)
+        record_release_latency(t0, t1);
 }
 
 static void handler(int sig, siginfo_t * info, void *uctx)

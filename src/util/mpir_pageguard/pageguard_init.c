@@ -186,4 +186,7 @@ void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats)
     stats->stall_ns = atomic_load(&MPII_pageguard.stall_ns);
     stats->mprotect_calls = atomic_load(&MPII_pageguard.mprotect_calls);
     stats->forgotten = atomic_load(&MPII_pageguard.forgotten);
+    for (int b = 0; b < MPIR_PAGEGUARD_LATENCY_BUCKETS; b++)
+        stats->release_hist[b] = atomic_load(&MPII_pageguard.release_hist[b]);
+    stats->release_max_ns = atomic_load(&MPII_pageguard.release_max_ns);
 }

@@ -77,6 +77,9 @@ typedef struct {
     _Atomic unsigned long forgotten;    /* pages given up by before_wait */
     _Atomic uint64_t stall_ns;
     _Atomic int waiting;        /* threads waiting in the handler */
+    _Atomic uint64_t data_event_ns;     /* MPIR_Pageguard_note_data_event */
+    _Atomic uint64_t release_hist[MPIR_PAGEGUARD_LATENCY_BUCKETS];
+    _Atomic uint64_t release_max_ns;
     unsigned long regions, refused_budget, refused_nomem, refused_landing, refused_other;
 
     /* released staging mappings for the next regions (pageguard_staging.c); under lock */

@@ -10,16 +10,17 @@ AM_CPPFLAGS += -I$(top_srcdir)/src/mpi/coll/tnbc
 mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_alltoall.c \
     src/mpi/coll/tnbc/tnbc_bcast.c \
+    src/mpi/coll/tnbc/tnbc_engine.c \
     src/mpi/coll/tnbc/tnbc_entry.c \
     src/mpi/coll/tnbc/tnbc_gather.c \
     src/mpi/coll/tnbc/tnbc_init.c \
     src/mpi/coll/tnbc/tnbc_neighbor.c \
     src/mpi/coll/tnbc/tnbc_op.c \
     src/mpi/coll/tnbc/tnbc_policy.c \
-    src/mpi/coll/tnbc/tnbc_progress.c \
     src/mpi/coll/tnbc/tnbc_reduce.c \
     src/mpi/coll/tnbc/tnbc_sched.c \
     src/mpi/coll/tnbc/tnbc_sched_reduce.c \
+    src/mpi/coll/tnbc/tnbc_settle.c \
     src/mpi/coll/tnbc/tnbc_stats.c \
     src/mpi/coll/tnbc/tnbc_syscalls.c
 

@@ -244,7 +244,7 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
     MPIR_ERR_CHECK(mpi_errno);
     if (op) {
         if (args.recv_packed)
-            mpi_errno = unpack_side(op->recv_tmp, recv, nr, rbytes, roff);
+            mpi_errno = unpack_side(MPII_Tnbc_op_packed_recv(op), recv, nr, rbytes, roff);
         MPII_Tnbc_op_free(op);
         MPIR_ERR_CHECK(mpi_errno);
     }

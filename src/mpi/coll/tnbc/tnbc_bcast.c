@@ -74,8 +74,8 @@ int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int roo
     MPIR_ERR_CHECK(mpi_errno);
     if (op) {
         if (args.recv_packed)
-            mpi_errno = MPIR_Typerep_unpack(op->recv_tmp, nbytes, buffer, count, datatype, 0,
-                                            &actual);
+            mpi_errno = MPIR_Typerep_unpack(MPII_Tnbc_op_packed_recv(op), nbytes, buffer,
+                                            count, datatype, 0, &actual);
         MPII_Tnbc_op_free(op);
         MPIR_ERR_CHECK(mpi_errno);
     }

@@ -44,21 +44,7 @@ int MPII_Tnbc_offer(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr, int *h
 
 void MPII_Tnbc_stats_count(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_decision_t decision);
 
-/* ---- operations (tnbc_op.c) ---- */
-
-typedef enum {
-    MPII_TNBC_RECV_NONE,        /* nothing to receive */
-    MPII_TNBC_RECV_GUARDED,     /* user buffer behind page guards: data lands from staging */
-    MPII_TNBC_RECV_PLAIN,       /* straight into the user buffer; the call waits */
-    MPII_TNBC_RECV_PACKED       /* into a temporary buffer; the caller waits and unpacks */
-} MPII_Tnbc_recv_mode_t;
-
-typedef enum {
-    MPII_TNBC_SEND_NONE,
-    MPII_TNBC_SEND_GUARDED,     /* user buffer read-only until sent; edge pieces copied */
-    MPII_TNBC_SEND_COPY,        /* private copy */
-    MPII_TNBC_SEND_PLAIN        /* straight from the user buffer; the call waits */
-} MPII_Tnbc_send_mode_t;
+/* ---- operations (tnbc_op.c): a schedule bound to buffers; knows nothing of the engine ---- */
 
 /* What an entry point hands to MPII_Tnbc_op_start. */
 typedef struct {
@@ -74,42 +60,37 @@ typedef struct {
     MPI_Op reduce_op;
 } MPII_Tnbc_start_t;
 
-typedef struct MPII_Tnbc_op {
-    struct MPII_Tnbc_op *next;
-    MPIR_Tnbc_coll_t coll;
-    MPIR_Comm *comm;
-    int tag;
-    MPIR_Tnbc_sched_t sched;
-    MPIR_Request **req;         /* per entry */
-    unsigned char *state;       /* per entry: MPII_TNBC_ENTRY_* */
-    int ndone;
-    int detached;               /* returned early: the progress engine frees it */
-    MPIR_Tnbc_outcome_t outcome;
-
-    MPII_Tnbc_recv_mode_t recv_mode;
-    char *recv_user, *recv_base, *recv_tmp;
-    MPIR_Pageguard_region_t *recv_region;
-
-    MPII_Tnbc_send_mode_t send_mode;
-    const char *send_user;
-    char *send_copy;            /* COPY: whole send space; GUARDED: edge pieces */
-    const char **send_src;      /* per send sub-message: where its bytes are read */
-    int *send_left;             /* per send sub-message: sends still running */
-    MPIR_Pageguard_region_t *send_region;
-
-    char *work;                 /* the schedule's work space */
-    MPI_Datatype reduce_type;
-    MPI_Op reduce_op;
-
-    int error;                  /* an MPI error code seen after the call returned */
-    uint64_t t_start_ns;
-} MPII_Tnbc_op_t;
+typedef struct MPII_Tnbc_op MPII_Tnbc_op_t;
 
 int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op);
 int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress);
 int MPII_Tnbc_op_is_done(const MPII_Tnbc_op_t * op);
 int MPII_Tnbc_op_sync_done(const MPII_Tnbc_op_t * op);
 int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op);
+
+/* What the engine and the statistics know of an operation. */
+typedef struct {
+    MPIR_Tnbc_coll_t coll;
+    MPIR_Comm *comm;
+    MPIR_Tnbc_outcome_t outcome;
+    int nsub;                   /* schedule entries */
+    size_t bytes;               /* sent + received */
+    uint64_t t_start_ns;
+    int error;                  /* an MPI error seen so far */
+} MPII_Tnbc_op_info_t;
+void MPII_Tnbc_op_info(const MPII_Tnbc_op_t * op, MPII_Tnbc_op_info_t * info);
+/* The link of the engine's list of operations in flight. */
+MPII_Tnbc_op_t **MPII_Tnbc_op_link(MPII_Tnbc_op_t * op);
+/* The temporary receive space of a call that waited with recv_packed (the caller unpacks). */
+void *MPII_Tnbc_op_packed_recv(const MPII_Tnbc_op_t * op);
+
+static inline uint64_t MPII_Tnbc_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
 /* A datatype whose count elements are one plain byte range starting at the buffer. */
 static inline int MPII_Tnbc_is_flat(MPI_Datatype type)
 {
@@ -174,41 +155,45 @@ static inline int MPII_Tnbc_layout_alloc(MPII_Tnbc_layout_t * l, int n)
     return MPI_SUCCESS;
 }
 
-/* settle the span of a v-layout (no-op for MPI_IN_PLACE) */
-int MPII_Tnbc_settle_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displs[],
-                       MPI_Datatype type, int n);
+/* ---- engine (tnbc_engine.c): operations in flight, the helper thread, launch ---- */
 
 /* Start an operation and return early when it may; otherwise wait for it here. On return,
  * *op is NULL when the engine owns the operation, else the caller unpacks and frees it. */
 int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op);
-
-/* ---- progress (tnbc_progress.c): everything below runs under the global lock ---- */
-
-int MPII_Tnbc_engine_start(void);       /* page guards, progress hook, helper thread */
+/* Drive progress from the calling thread (which holds the global lock) until cond(arg). */
+int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg);
+/* 1 while an operation of the communicator is in flight. */
+int MPII_Tnbc_engine_uses_comm(const MPIR_Comm * comm);
+/* Free the operations the helper finished (an application thread, under the global lock). */
+void MPII_Tnbc_engine_reap(void);
 int MPII_Tnbc_engine_finalize(void);
-int MPII_Tnbc_watch_unmaps(void);      /* tnbc_syscalls.c: 1 when UCX reports unmaps */
-void MPII_Tnbc_tune_malloc(void);      /* tnbc_syscalls.c: free() unmaps send buffers safely */
-void MPII_Tnbc_engine_add(MPII_Tnbc_op_t * op);
-void MPII_Tnbc_engine_reap(void);       /* free the operations the helper finished */
-int MPII_Tnbc_wait_op(MPII_Tnbc_op_t * op, int sync_only);
+void MPII_Tnbc_tune_malloc(void);       /* tnbc_syscalls.c: free() unmaps send buffers safely */
+
+/* ---- settle (tnbc_settle.c): MPI calls wait here for pending pieces of their buffers ---- */
+
 /* wait until no guarded page remains in [addr, addr + len) */
 int MPII_Tnbc_settle_range(const void *addr, size_t len);
-uint64_t MPII_Tnbc_now_ns(void);
+/* settle the span of a v-layout (no-op for MPI_IN_PLACE; tnbc_alltoall.c) */
+int MPII_Tnbc_settle_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displs[],
+                       MPI_Datatype type, int n);
 
 /* ---- statistics (tnbc_stats.c) ---- */
 void MPII_Tnbc_stats_outcome(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_outcome_t outcome,
                              int nsub, size_t bytes, uint64_t in_call_ns);
 void MPII_Tnbc_stats_op_done(uint64_t lifetime_ns, int error);
 void MPII_Tnbc_stats_settle(uint64_t wait_ns);  /* an MPI call waited for T-NBC data */
-/* The helper's CPU time by what its rounds did (tnbc_progress.c) */
+/* The helper's CPU time by what its rounds did (tnbc_engine.c) */
 typedef enum {
     MPII_TNBC_HELPER_CPU_IDLE,  /* completed nothing while the application ran */
     MPII_TNBC_HELPER_CPU_DATA,  /* completed sub-messages while the application ran */
     MPII_TNBC_HELPER_CPU_APP_WAITED,    /* an application thread waited for T-NBC meanwhile */
     MPII_TNBC_HELPER_CPU_COUNT
 } MPII_Tnbc_helper_cpu_t;
-void MPII_Tnbc_stats_helper(const uint64_t * cpu_ns, uint64_t system_ns, uint64_t polls,
-                            uint64_t sleeps);
+/* The helper thread reports these without the global lock (relaxed atomics). */
+void MPII_Tnbc_stats_helper_cpu(MPII_Tnbc_helper_cpu_t kind, uint64_t cpu_ns);
+void MPII_Tnbc_stats_helper_round(int rescued);  /* rescued: news found after a timed-out sleep */
+void MPII_Tnbc_stats_helper_sleep(uint64_t ns, int timed_out);
+void MPII_Tnbc_stats_helper_system(uint64_t system_ns);
 int MPII_Tnbc_stats_reduce_and_print(void);
 void MPII_Tnbc_pvars_register(void);
 

@@ -5,8 +5,9 @@
 
 /* One T-NBC operation: a schedule bound to its buffers, its communicator and a tag of its own.
  * Start decides locally how the buffers are held (page guards, copy, or plain when the call
- * waits), posts what can go, and leaves the rest to MPII_Tnbc_op_poll, which the progress
- * engine calls under the global lock. */
+ * waits), posts what can go, and leaves the rest to MPII_Tnbc_op_poll, which the engine
+ * (tnbc_engine.c) calls under the global lock. An operation knows nothing of the engine: it
+ * posts point-to-point messages and hands finished sub-messages to the page guards. */
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
@@ -30,6 +31,50 @@ cvars:
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
+
+typedef enum {
+    MPII_TNBC_RECV_NONE,        /* nothing to receive */
+    MPII_TNBC_RECV_GUARDED,     /* user buffer behind page guards: data lands from staging */
+    MPII_TNBC_RECV_PLAIN,       /* straight into the user buffer; the call waits */
+    MPII_TNBC_RECV_PACKED       /* into a temporary buffer; the caller waits and unpacks */
+} MPII_Tnbc_recv_mode_t;
+
+typedef enum {
+    MPII_TNBC_SEND_NONE,
+    MPII_TNBC_SEND_GUARDED,     /* user buffer read-only until sent; edge pieces copied */
+    MPII_TNBC_SEND_COPY,        /* private copy */
+    MPII_TNBC_SEND_PLAIN        /* straight from the user buffer; the call waits */
+} MPII_Tnbc_send_mode_t;
+
+struct MPII_Tnbc_op {
+    struct MPII_Tnbc_op *next;  /* the engine's list (MPII_Tnbc_op_link) */
+    MPIR_Tnbc_coll_t coll;
+    MPIR_Comm *comm;
+    int tag;
+    MPIR_Tnbc_sched_t sched;
+    MPIR_Request **req;         /* per entry */
+    unsigned char *state;       /* per entry: MPII_TNBC_ENTRY_* */
+    int ndone;
+    MPIR_Tnbc_outcome_t outcome;
+
+    MPII_Tnbc_recv_mode_t recv_mode;
+    char *recv_user, *recv_base, *recv_tmp;
+    MPIR_Pageguard_region_t *recv_region;
+
+    MPII_Tnbc_send_mode_t send_mode;
+    const char *send_user;
+    char *send_copy;            /* COPY: whole send space; GUARDED: edge pieces */
+    const char **send_src;      /* per send sub-message: where its bytes are read */
+    int *send_left;             /* per send sub-message: sends still running */
+    MPIR_Pageguard_region_t *send_region;
+
+    char *work;                 /* the schedule's work space */
+    MPI_Datatype reduce_type;
+    MPI_Op reduce_op;
+
+    int error;                  /* an MPI error code seen after the call returned */
+    uint64_t t_start_ns;
+};
 
 enum { MPII_TNBC_ENTRY_IDLE, MPII_TNBC_ENTRY_POSTED, MPII_TNBC_ENTRY_DONE };
 
@@ -371,50 +416,23 @@ int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
     return MPI_SUCCESS;
 }
 
-int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
+void MPII_Tnbc_op_info(const MPII_Tnbc_op_t * op, MPII_Tnbc_op_info_t * info)
 {
-    int mpi_errno = MPI_SUCCESS;
-    MPII_Tnbc_op_t *op = NULL;
-    uint64_t t0 = MPII_Tnbc_now_ns();
+    info->coll = op->coll;
+    info->comm = op->comm;
+    info->outcome = op->outcome;
+    info->nsub = op->sched.n;
+    info->bytes = op->sched.send_bytes + op->sched.recv_bytes;
+    info->t_start_ns = op->t_start_ns;
+    info->error = op->error;
+}
 
-    mpi_errno = MPII_Tnbc_engine_start();
-    MPIR_ERR_CHECK(mpi_errno);
-    MPII_Tnbc_engine_reap();
-    mpi_errno = MPII_Tnbc_op_start(args, &op);
-    if (mpi_errno && op) {
-        /* let whatever was posted finish before the buffers go away */
-        MPII_Tnbc_wait_op(op, 0);
-    }
-    MPIR_ERR_CHECK(mpi_errno);
+MPII_Tnbc_op_t **MPII_Tnbc_op_link(MPII_Tnbc_op_t * op)
+{
+    return &op->next;
+}
 
-    int early = (op->outcome == MPIR_TNBC_EARLY);
-    mpi_errno = MPII_Tnbc_wait_op(op, early);
-    MPIR_ERR_CHECK(mpi_errno);
-    MPII_Tnbc_stats_outcome(op->coll, op->outcome, op->sched.n,
-                            op->sched.send_bytes + op->sched.recv_bytes,
-                            MPII_Tnbc_now_ns() - t0);
-    if (early && !MPII_Tnbc_op_is_done(op)) {
-        MPII_Tnbc_engine_add(op);
-        op = NULL;
-    } else {
-        MPII_Tnbc_stats_op_done(MPII_Tnbc_now_ns() - op->t_start_ns, op->error);
-        if (op->error) {
-            mpi_errno = op->error;
-            goto fn_fail;
-        }
-        if (early) {
-            MPII_Tnbc_op_free(op);
-            op = NULL;
-        }
-    }
-
-  fn_exit:
-    *op_out = op;
-    return mpi_errno;
-  fn_fail:
-    if (op) {
-        MPII_Tnbc_op_free(op);
-        op = NULL;
-    }
-    goto fn_exit;
+void *MPII_Tnbc_op_packed_recv(const MPII_Tnbc_op_t * op)
+{
+    return op->recv_tmp;
 }

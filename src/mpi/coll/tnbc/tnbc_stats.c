@@ -4,10 +4,10 @@
  */
 
 /* Statistics of the T-NBC family: per collective, what was declined (and why) and how handled
- * calls completed; sub-messages, bytes, time inside the calls; faults and stall time from the
- * page guards; the helper thread's CPU time. Printed at MPI_Finalize with
- * MPIR_CVAR_TNBC_STATS (job-wide sums from rank 0, per process with 2), and the per-process
- * totals are MPI_T performance variables (category TNBC) for tools. */
+ * calls completed; sub-messages, bytes, time inside the calls; faults, stall time and release
+ * latency from the page guards; the helper thread's CPU time, rounds and sleeps. Printed at
+ * MPI_Finalize with MPIR_CVAR_TNBC_STATS (job-wide sums from rank 0, per process with 2), and
+ * the per-process totals are MPI_T performance variables (category TNBC) for tools. */
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
@@ -35,7 +35,8 @@ cvars:
 */
 
 /* Everything is a uint64_t counter so one reduction sums the job. Updated under the global
- * lock (the helper's CPU time once, after it stopped). */
+ * lock, but for the helper's counters (relaxed atomics: the helper reports without the lock;
+ * read when it has stopped, or racily by the MPI_T variables). */
 enum {
     MPII_ST_SUBS, MPII_ST_BYTES, MPII_ST_IN_CALL_NS, MPII_ST_COLL_COUNT
 };
@@ -46,8 +47,9 @@ typedef struct {
     uint64_t coll[MPIR_TNBC_COLL_COUNT][MPII_ST_COLL_COUNT];
     uint64_t ops_done, lifetime_ns, late_errors, settles, settle_ns;
     uint64_t helper_cpu_ns[MPII_TNBC_HELPER_CPU_COUNT], helper_system_ns;
-    uint64_t helper_polls, helper_sleeps;
+    uint64_t helper_rounds, helper_sleeps, helper_sleep_ns, helper_timeouts, helper_rescues;
     uint64_t faults, stall_ns, mprotect_calls, guard_refusals, pages_dropped, staging_reused;
+    uint64_t release_hist[MPIR_PAGEGUARD_LATENCY_BUCKETS];
 } MPII_Tnbc_counters_t;
 
 static MPII_Tnbc_counters_t st;
@@ -98,17 +100,47 @@ void MPII_Tnbc_stats_settle(uint64_t wait_ns)
     st.settle_ns += wait_ns;
 }
 
-void MPII_Tnbc_stats_helper(const uint64_t * cpu_ns, uint64_t system_ns, uint64_t polls,
-                            uint64_t sleeps)
+#define MPII_ADD(counter_, value_) __atomic_add_fetch(&(counter_), (value_), __ATOMIC_RELAXED)
+
+void MPII_Tnbc_stats_helper_cpu(MPII_Tnbc_helper_cpu_t kind, uint64_t cpu_ns)
 {
-    st.helper_system_ns = system_ns;
-    for (int k = 0; k < MPII_TNBC_HELPER_CPU_COUNT; k++)
-        st.helper_cpu_ns[k] = cpu_ns[k];
-    st.helper_polls = polls;
-    st.helper_sleeps = sleeps;
+    MPII_ADD(st.helper_cpu_ns[kind], cpu_ns);
 }
 
-static void print_table(const char *who, const MPII_Tnbc_counters_t * s)
+void MPII_Tnbc_stats_helper_round(int rescued)
+{
+    MPII_ADD(st.helper_rounds, 1);
+    MPII_ADD(st.helper_rescues, rescued != 0);
+}
+
+void MPII_Tnbc_stats_helper_sleep(uint64_t ns, int timed_out)
+{
+    MPII_ADD(st.helper_sleeps, 1);
+    MPII_ADD(st.helper_sleep_ns, ns);
+    MPII_ADD(st.helper_timeouts, timed_out != 0);
+}
+
+void MPII_Tnbc_stats_helper_system(uint64_t system_ns)
+{
+    __atomic_store_n(&st.helper_system_ns, system_ns, __ATOMIC_RELAXED);
+}
+
+/* Median and largest release latency (ns) of a histogram; 0 when it is empty. */
+static double release_median_ns(const uint64_t * hist)
+{
+    uint64_t n = 0, seen = 0;
+    for (int b = 0; b < MPIR_PAGEGUARD_LATENCY_BUCKETS; b++)
+        n += hist[b];
+    for (int b = 0; b < MPIR_PAGEGUARD_LATENCY_BUCKETS && n; b++) {
+        seen += hist[b];
+        if (2 * seen >= n)
+            return MPIR_Pageguard_latency_of_bucket(b);
+    }
+    return 0;
+}
+
+static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
+                        uint64_t release_max)
 {
     MPII_Tnbc_totals_t t = totals_of(s);
     fprintf(stderr, "[tnbc %s] collectives: returned early %" PRIu64 ", waited in call %" PRIu64
@@ -131,7 +163,7 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s)
     if (s->settles)
         fprintf(stderr, "[tnbc %s] MPI calls that first waited for T-NBC data in their buffers: "
                 "%" PRIu64 ", %.3f ms\n", who, s->settles, s->settle_ns / 1e6);
-    if (s->ops_done || s->faults || s->helper_polls) {
+    if (s->ops_done || s->faults || s->helper_rounds) {
         double life_ms = s->lifetime_ns / 1e6, cpu_ms[MPII_TNBC_HELPER_CPU_COUNT], total = 0;
         for (int k = 0; k < MPII_TNBC_HELPER_CPU_COUNT; k++)
             total += (cpu_ms[k] = s->helper_cpu_ns[k] / 1e6);
@@ -145,12 +177,17 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s)
         fprintf(stderr, "[tnbc %s] helper CPU %.3f ms = %.1f%% of in-flight time (%.1f%% in the "
                 "kernel); while the application ran: %.1f%% in rounds that completed nothing, "
                 "%.1f%% in rounds that completed sub-messages; while it waited for T-NBC: "
-                "%.1f%%; %" PRIu64 " polls, %" PRIu64 " sleeps\n", who, total,
-                MPII_SHARE(total), MPII_SHARE(s->helper_system_ns / 1e6),
+                "%.1f%%\n", who, total, MPII_SHARE(total),
+                MPII_SHARE(s->helper_system_ns / 1e6),
                 MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_IDLE]),
                 MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_DATA]),
-                MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_APP_WAITED]), s->helper_polls,
-                s->helper_sleeps);
+                MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_APP_WAITED]));
+        fprintf(stderr, "[tnbc %s] helper rounds %" PRIu64 ", sleeps %" PRIu64 " (%.3f ms, %"
+                PRIu64 " ended by the time limit, %" PRIu64 " of them found news); release "
+                "latency median %.1f us, max %.1f us\n", who, s->helper_rounds,
+                s->helper_sleeps, s->helper_sleep_ns / 1e6, s->helper_timeouts,
+                s->helper_rescues, release_median_ns(s->release_hist) / 1e3,
+                release_max / 1e3);
 #undef MPII_SHARE
     }
 }
@@ -161,6 +198,7 @@ int MPII_Tnbc_stats_reduce_and_print(void)
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
     MPIR_Pageguard_stats_t pg;
     static MPII_Tnbc_counters_t sum;
+    uint64_t release_max = 0;
 
     if (MPIR_CVAR_TNBC_STATS <= 0)
         goto fn_exit;
@@ -173,19 +211,23 @@ int MPII_Tnbc_stats_reduce_and_print(void)
         pg.refused_other;
     st.pages_dropped = pg.forgotten;
     st.staging_reused = pg.staging_reused;
+    memcpy(st.release_hist, pg.release_hist, sizeof(st.release_hist));
 
     if (MPIR_CVAR_TNBC_STATS >= 2) {
         char who[16];
         snprintf(who, sizeof(who), "%d", MPIR_Process.rank);
-        print_table(who, &st);
+        print_table(who, &st, pg.release_max_ns);
     }
     /* Counted before this reduction, which T-NBC declines as an internal call. */
     MPIR_Assert(sizeof(st) % sizeof(uint64_t) == 0);
     mpi_errno = MPIR_Reduce(&st, &sum, sizeof(st) / sizeof(uint64_t), MPI_UINT64_T, MPI_SUM, 0,
                             MPIR_Process.comm_world, &errflag);
     MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIR_Reduce(&pg.release_max_ns, &release_max, 1, MPI_UINT64_T, MPI_MAX, 0,
+                            MPIR_Process.comm_world, &errflag);
+    MPIR_ERR_CHECK(mpi_errno);
     if (MPIR_Process.rank == 0)
-        print_table("job", &sum);
+        print_table("job", &sum, release_max);
     fflush(stderr);
 
   fn_exit:
@@ -219,6 +261,30 @@ static void get_stall_ns(void *addr, void *obj, int count, void *buf)
     *(unsigned long long *) buf = pg.stall_ns;
 }
 
+/* addr carries the offset of a helper counter in MPII_Tnbc_counters_t */
+static void get_helper(void *addr, void *obj, int count, void *buf)
+{
+    *(unsigned long long *) buf = __atomic_load_n((uint64_t *) ((char *) &st +
+                                                               (uintptr_t) addr),
+                                                  __ATOMIC_RELAXED);
+}
+
+#define MPII_COUNTER(field_) ((void *) offsetof(MPII_Tnbc_counters_t, field_))
+
+static void get_release_median_ns(void *addr, void *obj, int count, void *buf)
+{
+    MPIR_Pageguard_stats_t pg;
+    MPIR_Pageguard_get_stats(&pg);
+    *(unsigned long long *) buf = (unsigned long long) release_median_ns(pg.release_hist);
+}
+
+static void get_release_max_ns(void *addr, void *obj, int count, void *buf)
+{
+    MPIR_Pageguard_stats_t pg;
+    MPIR_Pageguard_get_stats(&pg);
+    *(unsigned long long *) buf = pg.release_max_ns;
+}
+
 static void pvar(const char *name, void *addr, MPIR_T_pvar_get_value_cb * get, const char *desc)
 {
     MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, name, addr, 1,
@@ -242,4 +308,15 @@ void MPII_Tnbc_pvars_register(void)
     pvar("tnbc_faults", NULL, get_faults, "faults on pages guarded by T-NBC");
     pvar("tnbc_stall_ns", NULL, get_stall_ns,
          "nanoseconds threads waited in the page-guard fault handler");
+    pvar("tnbc_helper_rounds", MPII_COUNTER(helper_rounds), get_helper,
+         "progress rounds of the T-NBC helper thread");
+    pvar("tnbc_helper_wakeups", MPII_COUNTER(helper_sleeps), get_helper,
+         "times the T-NBC helper thread slept and woke up");
+    pvar("tnbc_helper_blocked_ns", MPII_COUNTER(helper_sleep_ns), get_helper,
+         "nanoseconds the T-NBC helper thread slept");
+    pvar("tnbc_helper_rescues", MPII_COUNTER(helper_rescues), get_helper,
+         "helper sleeps that ended by their time limit and then found news (lost wake-ups)");
+    pvar("tnbc_release_median_ns", NULL, get_release_median_ns,
+         "median release latency: data signalled (or the fault, if later) to the thread running");
+    pvar("tnbc_release_max_ns", NULL, get_release_max_ns, "largest release latency");
 }

@@ -15,16 +15,16 @@
  *
  * A buffer freed before its data arrived must not receive that data after its pages were
  * unmapped and perhaps mapped again for someone else: UCX's memory events (libucm, already
- * loaded with UCX) tell us before memory is unmapped. Receive pages in the range are
- * forgotten (their data is dropped), which neither waits nor allocates: the event may come
- * from inside malloc with its lock held (a heap trim), where waiting for the progress engine
- * -- which allocates -- would deadlock. A send buffer's pages must be read until its data has
- * left, so the event waits for them; that is safe only where no allocator lock is held, so
- * T-NBC fixes glibc's mmap threshold (send-guarded buffers are larger: free() unmaps them
- * outside the allocator's lock) and, when send guards may be smaller than it, turns off heap
- * trimming (README.tnbc). Memory that free() keeps in the heap stays guarded; its next user
- * waits for the data like any reader, so nothing lands in memory someone else has already
- * written. */
+ * loaded with UCX; src/mpid/ch4/netmod/ucx/ucx_tnbc.c) tell the engine before memory is
+ * unmapped. Receive pages in the range are forgotten (their data is dropped), which neither
+ * waits nor allocates: the event may come from inside malloc with its lock held (a heap trim),
+ * where waiting for the progress engine -- which allocates -- would deadlock. A send buffer's
+ * pages must be read until its data has left, so the event waits for them; that is safe only where
+ * no allocator lock is held, so T-NBC fixes glibc's mmap threshold (send-guarded buffers are
+ * larger: free() unmaps them outside the allocator's lock) and, when send guards may be smaller
+ * than it, turns off heap trimming (README.tnbc). Memory that free() keeps in the heap stays
+ * guarded; its next user waits for the data like any reader, so nothing lands in memory someone
+ * else has already written. */
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
@@ -166,29 +166,6 @@ MPII_TNBC_EXPORT size_t fwrite(const void *ptr, size_t size, size_t nmemb, FILE 
     return real(ptr, size, nmemb, stream);
 }
 
-/* ---- memory about to be unmapped (UCX memory events) ---- */
-
-/* libucm's interface, resolved at run time: it comes with UCX, and libmpi does not link it. */
-#define MPII_UCM_EVENT_VM_UNMAPPED (1 << 17)
-typedef struct {
-    void *address;
-    size_t size;
-} MPII_ucm_vm_event_t;
-typedef void (*MPII_ucm_callback_t) (int event_type, void *event, void *arg);
-typedef int (*MPII_ucm_set_handler_t) (int events, int priority, MPII_ucm_callback_t cb,
-                                       void *arg);
-
-static void on_vm_unmapped(int event_type, void *event, void *arg)
-{
-    /* ucm_event_t is a union; vm_unmapped is {address, size} at its start */
-    const MPII_ucm_vm_event_t *ev = event;
-    if (in_flight()) {
-        MPIR_Pageguard_forget_recv(ev->address, ev->size);
-        /* only send pages are left guarded here */
-        MPIR_Pageguard_guarded_pages(ev->address, ev->size, MPIR_PAGEGUARD_TOUCH_WRITE);
-    }
-}
-
 /* glibc's default mmap threshold of free()d chunks */
 #define MPII_TNBC_MMAP_THRESHOLD (128 * 1024)
 
@@ -202,14 +179,4 @@ void MPII_Tnbc_tune_malloc(void)
     if (MPIR_CVAR_TNBC_SEND_COPY_MAX < MPII_TNBC_MMAP_THRESHOLD)
         mallopt(M_TRIM_THRESHOLD, INT_MAX);
 #endif
-}
-
-int MPII_Tnbc_watch_unmaps(void)
-{
-    MPII_ucm_set_handler_t set = (MPII_ucm_set_handler_t) dlsym(RTLD_DEFAULT,
-                                                                "ucm_set_event_handler");
-    if (!set)
-        return 0;
-    /* negative priority: called before the memory goes away */
-    return set(MPII_UCM_EVENT_VM_UNMAPPED, -1, on_vm_unmapped, NULL) == 0;
 }

@@ -1,0 +1,582 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* The engine of early-returned collectives: launch, the list of operations in flight, and the
+ * helper thread that finishes them.
+ *
+ * The list is touched only under MPICH's global lock. Operations advance whenever MPICH
+ * progresses (a progress hook, active while the list is non-empty: the application's own
+ * MPI_Wait or MPI_Test moves them too) and in the helper thread. The helper must not steal a
+ * core from the application, so it sleeps whenever a round finds nothing to do: on the
+ * network's event descriptor (MPIDI_NM_tnbc_arm: UCX's worker wakeup) and on an eventfd of
+ * our own, which is signalled when an operation is launched, when a thread starts waiting in
+ * the page-guard handler, when an application thread stops driving progress itself, and at
+ * finalize. It never holds the global lock while it sleeps. Without a network descriptor it
+ * polls with sleeps that double up to MPIR_CVAR_TNBC_POLL_MAX_US. T-NBC raises the thread
+ * level to MPI_THREAD_MULTIPLE (maint/patches) so the lock is real even for
+ * MPI_THREAD_SINGLE. */
+
+#include "mpiimpl.h"
+#include "tnbc_impl.h"
+#include "netmod_tnbc.h"
+
+#include "mpir_ext.h"    /* MPIR_Err_get_string */
+
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_TNBC_POLL_MAX_US
+      category    : TNBC
+      type        : int
+      default     : 200
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Only when the network cannot wake the T-NBC helper thread (no UCX worker wakeup, or
+        MPIR_CVAR_TNBC_HELPER_WAKEUP=0): longest sleep between two progress rounds that found
+        nothing new, in microseconds. The sleep starts at 1 us and doubles.
+
+    - name        : MPIR_CVAR_TNBC_HELPER_WAKEUP
+      category    : TNBC
+      type        : boolean
+      default     : true
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        If true, the T-NBC helper thread sleeps on the network's event descriptor when a
+        progress round finds nothing to do, and wakes when data moves. If false, it polls with
+        timed sleeps (MPIR_CVAR_TNBC_POLL_MAX_US), as before the event-driven helper.
+
+    - name        : MPIR_CVAR_TNBC_STAGING_CACHE
+      category    : TNBC
+      type        : int
+      default     : 67108864
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Bytes of receive staging memory kept after a collective finished, for the next ones
+        (at most 8 mappings). Fresh memory costs a page fault and a zeroed page for every
+        received page; 0 returns staging memory to the system at once.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+/* A sleep on the descriptors ends after this long anyway: a lost event costs at most this,
+ * and such rounds are counted ("rescued" in the statistics) so that tests can see them. */
+#define MPII_TNBC_SLEEP_LIMIT_MS 100
+
+int MPIR_Tnbc_ops_in_flight;
+MPL_TLS int MPIR_Tnbc_user_coll;
+
+static struct {
+    int started;
+    MPII_Tnbc_op_t *head;
+    MPII_Tnbc_op_t *retired;    /* done on the helper, freed by an application thread */
+    int hook_id;
+    int hook_active;
+    unsigned long events;       /* completions seen: the helper's sign of news */
+    int app_driving;            /* application threads driving progress in progress_until */
+
+    pthread_t thread;
+    int stop;
+    int wake_fd;                /* our eventfd */
+    int net_fd;                 /* the network's event descriptor, or -1: poll */
+    int helper_asleep;          /* the helper sleeps (or is about to) on the descriptors */
+} engine = {.wake_fd = -1,.net_fd = -1 };
+
+/* The helper never frees memory the application's threads allocated: free() would take the
+ * allocator lock of their arena, which such a thread may hold while it waits in the fault
+ * handler for a page only the helper can bring (malloc writing into a freed, still guarded
+ * buffer) -- a deadlock found by tnbc_reuse. Finished operations wait on engine.retired until
+ * an application thread passes by. */
+static MPL_TLS int on_helper;
+
+static void free_retired(void)
+{
+    while (engine.retired) {
+        MPII_Tnbc_op_t *op = engine.retired;
+        engine.retired = *MPII_Tnbc_op_link(op);
+        MPII_Tnbc_op_free(op);
+    }
+}
+
+/* A new collective frees what the helper finished since the last MPI call -- before it maps
+ * staging memory of its own, so that it can take over theirs. Without it, an application
+ * whose collectives all finish on the helper (it makes no other MPI call in between) would
+ * keep every finished operation until MPI_Finalize. */
+void MPII_Tnbc_engine_reap(void)
+{
+    if (!on_helper)
+        free_retired();
+}
+
+int MPII_Tnbc_engine_uses_comm(const MPIR_Comm * comm)
+{
+    for (MPII_Tnbc_op_t * op = engine.head; op; op = *MPII_Tnbc_op_link(op)) {
+        MPII_Tnbc_op_info_t info;
+        MPII_Tnbc_op_info(op, &info);
+        if (info.comm == comm)
+            return 1;
+    }
+    return 0;
+}
+
+/* ---- waking the helper ---- */
+
+/* Async-signal-safe (the page-guard handler calls it): one write to an eventfd, and only when
+ * the helper sleeps. The helper announces its sleep before it checks for work one last time,
+ * and we announce the work before we look at the announcement (both sequentially
+ * consistent), so one of the two sees the other. */
+static void wake_helper(void)
+{
+    if (engine.wake_fd >= 0 && __atomic_load_n(&engine.helper_asleep, __ATOMIC_SEQ_CST)) {
+        uint64_t one = 1;
+        ssize_t rc = syscall(SYS_write, engine.wake_fd, &one, sizeof(one));
+        (void) rc;      /* EAGAIN: the counter is already non-zero, the helper will wake */
+    }
+}
+
+static void drain_wake_fd(void)
+{
+    uint64_t count;
+    ssize_t rc = syscall(SYS_read, engine.wake_fd, &count, sizeof(count));
+    (void) rc;
+}
+
+/* ---- operations in flight ---- */
+
+static void unlink_op(MPII_Tnbc_op_t * op)
+{
+    for (MPII_Tnbc_op_t ** p = &engine.head; *p; p = MPII_Tnbc_op_link(*p)) {
+        if (*p == op) {
+            *p = *MPII_Tnbc_op_link(op);
+            break;
+        }
+    }
+    __atomic_sub_fetch(&MPIR_Tnbc_ops_in_flight, 1, __ATOMIC_SEQ_CST);
+    if (MPIR_Tnbc_ops_in_flight == 0 && engine.hook_active) {
+        MPIR_Progress_hook_deactivate(engine.hook_id);
+        engine.hook_active = 0;
+    }
+}
+
+static void add_op(MPII_Tnbc_op_t * op)
+{
+    *MPII_Tnbc_op_link(op) = engine.head;
+    engine.head = op;
+    if (!engine.hook_active) {
+        MPIR_Progress_hook_activate(engine.hook_id);
+        engine.hook_active = 1;
+    }
+    __atomic_add_fetch(&MPIR_Tnbc_ops_in_flight, 1, __ATOMIC_SEQ_CST);
+    wake_helper();
+}
+
+static void report_late_error(const MPII_Tnbc_op_info_t * info)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    MPIR_Err_get_string(info->error, msg, MPI_MAX_ERROR_STRING, NULL);
+    fprintf(stderr, "[tnbc %d] %s failed after it returned early: %s\n", MPIR_Process.rank,
+            MPIR_Tnbc_coll_name(info->coll), msg);
+}
+
+static void retire_op(MPII_Tnbc_op_t * op)
+{
+    MPII_Tnbc_op_info_t info;
+    MPII_Tnbc_op_info(op, &info);
+    MPII_Tnbc_stats_op_done(MPII_Tnbc_now_ns() - info.t_start_ns, info.error);
+    if (info.error)
+        report_late_error(&info);
+    unlink_op(op);
+    if (on_helper) {
+        *MPII_Tnbc_op_link(op) = engine.retired;
+        engine.retired = op;
+    } else {
+        MPII_Tnbc_op_free(op);
+    }
+}
+
+/* Progress hook: advance every operation, retire the finished ones. An error of an
+ * early-returned operation cannot reach its (returned) call: it is reported when the
+ * operation retires, and its pages are released. */
+static int poll_all(int *made_progress)
+{
+    MPII_Tnbc_op_t *op = engine.head, *next;
+
+    *made_progress = 0;
+    if (!on_helper)
+        free_retired();
+    for (; op; op = next) {
+        int made = 0;
+        next = *MPII_Tnbc_op_link(op);
+        MPII_Tnbc_op_poll(op, &made);
+        if (made) {
+            *made_progress = 1;
+            engine.events++;
+        }
+        if (MPII_Tnbc_op_is_done(op))
+            retire_op(op);
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---- the helper thread ---- */
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec cpu;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    return (uint64_t) cpu.tv_sec * 1000000000ull + cpu.tv_nsec;
+}
+
+/* The kernel's part of this thread's CPU time: the network stack, mprotect, landing. */
+static uint64_t thread_system_ns(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return 0;
+    return (uint64_t) ru.ru_stime.tv_sec * 1000000000ull + ru.ru_stime.tv_usec * 1000ull;
+}
+
+/* Which part of the helper's CPU time a round belongs to: while an application thread waited
+ * for T-NBC anyway (its core was idle; a blocking collective spends that CPU inside the call),
+ * or while the application ran, split by whether the round completed a sub-message. A round
+ * that completed nothing may still have moved bytes (a socket read of a long message). */
+static MPII_Tnbc_helper_cpu_t round_kind(int made, int app_waited)
+{
+    if (app_waited)
+        return MPII_TNBC_HELPER_CPU_APP_WAITED;
+    return made ? MPII_TNBC_HELPER_CPU_DATA : MPII_TNBC_HELPER_CPU_IDLE;
+}
+
+/* What the helper does after a round. */
+typedef enum {
+    MPII_HELPER_AGAIN,          /* news, or events pending: another round at once */
+    MPII_HELPER_SLEEP_NET,      /* armed: sleep on the network and our eventfd */
+    MPII_HELPER_SLEEP_OURS,     /* nothing for us to do: sleep on our eventfd only */
+    MPII_HELPER_BACKOFF,        /* no network descriptor: timed sleep */
+    MPII_HELPER_STOP
+} MPII_helper_next_t;
+
+/* One progress round under the global lock. The data-event time tells the page guards when
+ * the network signalled the data this round may complete (release latency). */
+static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made)
+{
+    MPII_helper_next_t next;
+
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    unsigned long before = engine.events;
+    *made = 0;
+    if (engine.head) {
+        MPIR_Pageguard_note_data_event(data_event_ns);
+        MPID_Progress_test(NULL);
+        poll_all(made);
+    }
+    *made |= (engine.events != before);
+    if (*made)
+        next = MPII_HELPER_AGAIN;
+    else if (!engine.head || engine.app_driving)
+        /* an application thread progressing in progress_until wakes us when it leaves */
+        next = MPII_HELPER_SLEEP_OURS;
+    else if (engine.net_fd < 0)
+        next = MPII_HELPER_BACKOFF;
+    else
+        next = MPIDI_NM_tnbc_arm()? MPII_HELPER_SLEEP_NET : MPII_HELPER_AGAIN;
+    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    return next;
+}
+
+/* Sleep on our eventfd (and the network's, with_net). Returns the time the sleep ended. */
+static uint64_t helper_sleep(int with_net, int *timed_out)
+{
+    struct pollfd fds[2] = {
+        {.fd = engine.wake_fd,.events = POLLIN},
+        {.fd = engine.net_fd,.events = POLLIN}
+    };
+    uint64_t t0 = MPII_Tnbc_now_ns();
+
+    *timed_out = 0;
+    __atomic_store_n(&engine.helper_asleep, 1, __ATOMIC_SEQ_CST);
+    /* last look, after the announcement: what came before it was not signalled. Network
+     * events after the arm are not lost: they make net_fd readable. */
+    int stop = __atomic_load_n(&engine.stop, __ATOMIC_SEQ_CST);
+    int nothing_for_us = __atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_SEQ_CST) == 0 ||
+        __atomic_load_n(&engine.app_driving, __ATOMIC_SEQ_CST) > 0;
+    if (!stop && (with_net || nothing_for_us)) {
+        int rc = poll(fds, with_net ? 2 : 1, with_net ? MPII_TNBC_SLEEP_LIMIT_MS : -1);
+        *timed_out = (rc == 0);
+    }
+    __atomic_store_n(&engine.helper_asleep, 0, __ATOMIC_SEQ_CST);
+    if (fds[0].revents & POLLIN)
+        drain_wake_fd();
+    uint64_t t1 = MPII_Tnbc_now_ns();
+    MPII_Tnbc_stats_helper_sleep(t1 - t0, *timed_out);
+    return t1;
+}
+
+static void *helper_main(void *arg)
+{
+    uint64_t backoff_ns = 1000, cpu_before = thread_cpu_ns(), data_event_ns = 0;
+    const uint64_t max_ns = (uint64_t) MPIR_CVAR_TNBC_POLL_MAX_US * 1000;
+    int rescue = 0;
+
+    on_helper = 1;
+    /* short sleeps must stay short: the default 50 us timer slack would dominate them */
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    while (!__atomic_load_n(&engine.stop, __ATOMIC_SEQ_CST)) {
+        int made, timed_out;
+        int app_waited = MPIR_Pageguard_waiting() > 0;
+        MPII_helper_next_t next = helper_round(data_event_ns ? data_event_ns :
+                                               MPII_Tnbc_now_ns(), &made);
+        app_waited |= MPIR_Pageguard_waiting() > 0;
+        MPII_Tnbc_stats_helper_round(rescue && made);
+        rescue = 0;
+        data_event_ns = 0;
+
+        uint64_t cpu_now = thread_cpu_ns();
+        MPII_Tnbc_stats_helper_cpu(round_kind(made, app_waited), cpu_now - cpu_before);
+        switch (next) {
+            case MPII_HELPER_SLEEP_NET:
+                data_event_ns = helper_sleep(1, &timed_out);
+                rescue = timed_out;
+                backoff_ns = 1000;
+                break;
+            case MPII_HELPER_SLEEP_OURS:
+                helper_sleep(0, &timed_out);
+                break;
+            case MPII_HELPER_BACKOFF:{
+                    struct timespec ts = {.tv_sec = 0,.tv_nsec = (long) backoff_ns };
+                    nanosleep(&ts, NULL);
+                    MPII_Tnbc_stats_helper_sleep(backoff_ns, 0);
+                    backoff_ns = backoff_ns * 2 > max_ns ? max_ns : backoff_ns * 2;
+                    break;
+                }
+            default:
+                backoff_ns = 1000;
+                break;
+        }
+        cpu_before = cpu_now;   /* a sleep's own CPU counts with the round after it */
+    }
+    MPII_Tnbc_stats_helper_system(thread_system_ns());
+    return NULL;
+}
+
+/* ---- page-guard callbacks (in the signal handler: async-signal-safe only) ---- */
+
+/* The handler is about to wait for a page. A thread that holds the global lock would wait for
+ * a progress engine that needs that lock. MPICH itself never reads or writes an application
+ * buffer of a pending collective (the settle hooks in the bindings complete those first), so
+ * such an access comes from the allocator reusing memory the application freed before its
+ * data came (malloc writing its bookkeeping into a freed chunk during a free() of MPICH's):
+ * the data is no longer wanted there, and the page is given up instead of waited for. It is
+ * counted in the statistics ("pages freed before their data came"). */
+static int before_wait(void *addr)
+{
+    (void) addr;
+    if (!MPIR_ThreadInfo.isThreaded || MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX.count <= 0)
+        return MPIR_PAGEGUARD_WAIT;
+    MPL_thread_id_t self, owner = MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX.owner;
+    int same = 0;
+    MPL_thread_self(&self);
+    MPL_thread_same(&self, &owner, &same);
+    return same ? MPIR_PAGEGUARD_FORGET : MPIR_PAGEGUARD_WAIT;
+}
+
+/* ---- start and stop ---- */
+
+static void on_unmap(void *addr, size_t len)
+{
+    if (__atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_RELAXED)) {
+        MPIR_Pageguard_forget_recv(addr, len);
+        /* only send pages are left guarded here */
+        MPIR_Pageguard_guarded_pages(addr, len, MPIR_PAGEGUARD_TOUCH_WRITE);
+    }
+}
+
+static int engine_start(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    if (engine.started)
+        goto fn_exit;
+    /* Installed at first use, after the device (UCX) has installed its own handlers: ours
+     * chains to them for every fault that is not on a guarded page. */
+    MPIR_Pageguard_config_t cfg = {.map_budget = 0,.on_replaced = MPIR_PAGEGUARD_REINSTALL,
+        .before_wait = before_wait,.on_wait = wake_helper,
+        .staging_cache = MPIR_CVAR_TNBC_STAGING_CACHE > 0 ? MPIR_CVAR_TNBC_STAGING_CACHE : 0
+    };
+    int rc = MPIR_Pageguard_init(&cfg);
+    if (rc != MPIR_PAGEGUARD_OK && MPIR_Process.rank == 0)
+        fprintf(stderr, "[tnbc] page guards unavailable (%s): collectives wait in the call\n",
+                MPIR_Pageguard_strerror(rc));
+    if (!MPIDI_NM_tnbc_watch_unmaps(on_unmap) && MPIR_Process.rank == 0)
+        fprintf(stderr, "[tnbc] UCX memory events unavailable: do not unmap a buffer whose "
+                "collective is still in flight\n");
+    engine.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    MPIR_ERR_CHKANDJUMP(engine.wake_fd < 0, mpi_errno, MPI_ERR_OTHER, "**fail");
+    engine.net_fd = MPIR_CVAR_TNBC_HELPER_WAKEUP ? MPIDI_NM_tnbc_event_fd() : -1;
+    mpi_errno = MPIR_Progress_hook_register(poll_all, &engine.hook_id);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIR_ERR_CHKANDJUMP(pthread_create(&engine.thread, NULL, helper_main, NULL) != 0,
+                        mpi_errno, MPI_ERR_OTHER, "**fail");
+    engine.started = 1;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* ---- waiting from an application thread ---- */
+
+int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg)
+{
+    int mpi_errno = MPI_SUCCESS;
+    __atomic_add_fetch(&engine.app_driving, 1, __ATOMIC_SEQ_CST);
+    while (!cond(arg)) {
+        int made;
+        mpi_errno = MPID_Progress_test(NULL);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (!engine.hook_active)
+            poll_all(&made);
+        /* like MPICH's own blocking waits: let other threads (and the helper) in, or threads
+         * running collectives on other communicators would wait for each other's lock */
+        MPID_THREAD_CS_YIELD(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    }
+  fn_exit:
+    if (__atomic_sub_fetch(&engine.app_driving, 1, __ATOMIC_SEQ_CST) == 0 && engine.head)
+        wake_helper();  /* it slept while we drove progress */
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int op_done_cond(const void *op)
+{
+    int made;
+    MPII_Tnbc_op_poll((MPII_Tnbc_op_t *) op, &made);
+    return MPII_Tnbc_op_is_done(op);
+}
+
+static int op_sync_cond(const void *op)
+{
+    int made;
+    MPII_Tnbc_op_poll((MPII_Tnbc_op_t *) op, &made);
+    return MPII_Tnbc_op_sync_done(op);
+}
+
+/* ---- launch ---- */
+
+int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_op_t *op = NULL;
+    MPII_Tnbc_op_info_t info;
+    uint64_t t0 = MPII_Tnbc_now_ns();
+
+    mpi_errno = engine_start();
+    MPIR_ERR_CHECK(mpi_errno);
+    MPII_Tnbc_engine_reap();
+    mpi_errno = MPII_Tnbc_op_start(args, &op);
+    if (mpi_errno && op) {
+        /* let whatever was posted finish before the buffers go away */
+        MPII_Tnbc_progress_until(op_done_cond, op);
+    }
+    MPIR_ERR_CHECK(mpi_errno);
+
+    MPII_Tnbc_op_info(op, &info);
+    int early = (info.outcome == MPIR_TNBC_EARLY);
+    mpi_errno = MPII_Tnbc_progress_until(early ? op_sync_cond : op_done_cond, op);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPII_Tnbc_stats_outcome(info.coll, info.outcome, info.nsub, info.bytes,
+                            MPII_Tnbc_now_ns() - t0);
+    if (early && !MPII_Tnbc_op_is_done(op)) {
+        add_op(op);
+        op = NULL;
+    } else {
+        MPII_Tnbc_op_info(op, &info);
+        MPII_Tnbc_stats_op_done(MPII_Tnbc_now_ns() - info.t_start_ns, info.error);
+        if (info.error) {
+            mpi_errno = info.error;
+            goto fn_fail;
+        }
+        if (early) {
+            MPII_Tnbc_op_free(op);
+            op = NULL;
+        }
+    }
+
+  fn_exit:
+    *op_out = op;
+    return mpi_errno;
+  fn_fail:
+    if (op) {
+        MPII_Tnbc_op_free(op);
+        op = NULL;
+    }
+    goto fn_exit;
+}
+
+/* ---- finalize ---- */
+
+static int no_ops_cond(const void *arg)
+{
+    return MPIR_Tnbc_ops_in_flight == 0;
+}
+
+int MPIR_Tnbc_finalize_drain(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    if (!MPIR_CVAR_TNBC_ENABLE)
+        goto fn_exit;
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    mpi_errno = MPII_Tnbc_progress_until(no_ops_cond, NULL);
+    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    MPIR_ERR_CHECK(mpi_errno);
+
+    if (engine.started) {
+        __atomic_store_n(&engine.stop, 1, __ATOMIC_SEQ_CST);
+        wake_helper();
+        pthread_join(engine.thread, NULL);
+        MPIR_Progress_hook_deregister(engine.hook_id);
+    }
+    /* MPI_Finalize holds no lock, and the device still runs threaded here; freeing an operation
+     * may free its communicator (attribute callbacks expect the lock) */
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    free_retired();
+    mpi_errno = MPII_Tnbc_stats_reduce_and_print();
+    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPII_Tnbc_engine_finalize(void)
+{
+    if (engine.started) {
+        MPIR_Pageguard_finalize();
+        close(engine.wake_fd);
+        engine.wake_fd = -1;
+        engine.started = 0;
+    }
+    return MPI_SUCCESS;
+}

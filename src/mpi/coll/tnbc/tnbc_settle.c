@@ -1,0 +1,84 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Settle: before an MPI routine lets MPICH read or write user memory, the pieces of
+ * early-returned collectives that overlap it are completed here (the bindings call these
+ * hooks, see maint/patches and mpir_tnbc.h), so MPICH never faults on a page guard while it
+ * holds the global lock. The calling thread drives progress itself; the waits are counted (a
+ * call that returned early is followed by one that must wait). */
+
+#include "mpiimpl.h"
+#include "tnbc_impl.h"
+
+static int settle_until(int (*cond) (const void *), const void *arg)
+{
+    if (cond(arg))
+        return MPI_SUCCESS;
+    uint64_t t0 = MPII_Tnbc_now_ns();
+    int mpi_errno = MPII_Tnbc_progress_until(cond, arg);
+    MPII_Tnbc_stats_settle(MPII_Tnbc_now_ns() - t0);
+    return mpi_errno;
+}
+
+typedef struct {
+    const void *addr;
+    size_t len;
+} MPII_range_t;
+
+static int range_clear_cond(const void *arg)
+{
+    const MPII_range_t *r = arg;
+    return MPIR_Pageguard_guarded_pages(r->addr, r->len, MPIR_PAGEGUARD_COUNT) == 0;
+}
+
+int MPII_Tnbc_settle_range(const void *addr, size_t len)
+{
+    MPII_range_t r = {.addr = addr,.len = len };
+    if (!MPIR_Tnbc_ops_in_flight || len == 0)
+        return MPI_SUCCESS;
+    return settle_until(range_clear_cond, &r);
+}
+
+int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype)
+{
+    MPI_Aint true_lb, true_extent, extent;
+
+    if (buf == MPI_IN_PLACE || count <= 0 || datatype == MPI_DATATYPE_NULL)
+        return MPI_SUCCESS;
+    /* an argument the routine ignores (e.g. recvtype at a non-root) need not be a valid
+     * handle: do not look it up, settle everything instead */
+    if (HANDLE_GET_MPI_KIND(datatype) != MPIR_DATATYPE ||
+        HANDLE_GET_KIND(datatype) == HANDLE_KIND_INVALID)
+        return MPIR_Tnbc_settle_all();
+    MPIR_Type_get_true_extent_impl(datatype, &true_lb, &true_extent);
+    MPIR_Datatype_get_extent_macro(datatype, extent);
+    /* span of count elements: from the lowest to the highest byte the type map can touch */
+    MPI_Aint lo = true_lb + (extent < 0 ? (count - 1) * extent : 0);
+    MPI_Aint span = true_extent + (count - 1) * (extent < 0 ? -extent : extent);
+    return MPII_Tnbc_settle_range((const char *) buf + lo, (size_t) span);
+}
+
+static int no_ops_cond(const void *arg)
+{
+    return MPIR_Tnbc_ops_in_flight == 0;
+}
+
+int MPIR_Tnbc_settle_all(void)
+{
+    return settle_until(no_ops_cond, NULL);
+}
+
+static int comm_clear_cond(const void *comm)
+{
+    return !MPII_Tnbc_engine_uses_comm(comm);
+}
+
+int MPIR_Tnbc_settle_comm(MPIR_Comm * comm_ptr)
+{
+    int mpi_errno = settle_until(comm_clear_cond, comm_ptr);
+    /* finished operations hold the communicator too: let it go with the application's free */
+    MPII_Tnbc_engine_reap();
+    return mpi_errno;
+}

@@ -1,0 +1,29 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* What the T-NBC family (src/mpi/coll/tnbc) needs from the network module: a file descriptor
+ * on which its helper thread can sleep until the network has news, and a word before memory
+ * goes away. Implemented by the UCX netmod (ucx_tnbc.c). */
+
+#ifndef NETMOD_TNBC_H_INCLUDED
+#define NETMOD_TNBC_H_INCLUDED
+
+#include <stddef.h>
+
+/* The descriptor that becomes readable when the network has news for this process after
+ * MPIDI_NM_tnbc_arm returned 1, or -1 when the network cannot wake a sleeper (the caller then
+ * polls). Under the global lock. */
+int MPIDI_NM_tnbc_event_fd(void);
+
+/* Under the global lock, once a progress round found nothing to do: returns 1 when nothing is
+ * pending and the event descriptor is armed (the caller may release the lock and sleep on it),
+ * 0 when events are pending (the caller must run another progress round first). */
+int MPIDI_NM_tnbc_arm(void);
+
+/* cb(addr, len) runs before [addr, addr + len) is unmapped by anyone in the process (munmap,
+ * a heap trim, mremap's old range). Returns 1 when the network layer can report this. */
+int MPIDI_NM_tnbc_watch_unmaps(void (*cb) (void *addr, size_t len));
+
+#endif /* NETMOD_TNBC_H_INCLUDED */
