@@ -11,6 +11,7 @@
  * flight completes it. Usage: tnbc_wakeup [iterations] */
 
 #include "mpitest.h"
+#include "tnbc_test_pvar.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,30 +20,7 @@
 
 static MPI_T_pvar_session session;
 
-static unsigned long long read_pvar(const char *want)
-{
-    int n, found = -1;
-    MPI_T_pvar_get_num(&n);
-    for (int i = 0; i < n && found < 0; i++) {
-        char name[128], desc[256];
-        int nlen = sizeof(name), dlen = sizeof(desc), verb, cls, bind, ro, cont, atomic;
-        MPI_Datatype dt;
-        MPI_T_enum en;
-        MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &en, desc, &dlen, &bind, &ro, &cont,
-                            &atomic);
-        if (strcmp(name, want) == 0)
-            found = i;
-    }
-    if (found < 0)
-        return 0;
-    MPI_T_pvar_handle h;
-    int count;
-    unsigned long long v = 0;
-    MPI_T_pvar_handle_alloc(session, found, NULL, &h, &count);
-    MPI_T_pvar_read(session, h, &v);
-    MPI_T_pvar_handle_free(session, &h);
-    return v;
-}
+#define read_pvar(name_) tnbc_read_pvar(session, name_)
 
 static int value(int src, int dst, int iter, size_t i)
 {
@@ -149,7 +127,10 @@ int main(int argc, char *argv[])
     MPI_Barrier(MPI_COMM_WORLD);
     if (event_driven && size > 1) {
         unsigned long long rescues = read_pvar("tnbc_helper_rescues");
-        if (rescues) {
+        if (rescues == TNBC_PVAR_MISSING) {
+            fprintf(stderr, "[%d] pvar tnbc_helper_rescues not found\n", rank);
+            errs++;
+        } else if (rescues) {
             fprintf(stderr, "[%d] %llu helper sleeps ended by the time limit found news\n", rank,
                     rescues);
             errs++;

@@ -247,20 +247,6 @@ static void get_total(void *addr, void *obj, int count, void *buf)
 
 #define MPII_TOTAL(field_) ((void *) offsetof(MPII_Tnbc_totals_t, field_))
 
-static void get_faults(void *addr, void *obj, int count, void *buf)
-{
-    MPIR_Pageguard_stats_t pg;
-    MPIR_Pageguard_get_stats(&pg);
-    *(unsigned long long *) buf = pg.faults;
-}
-
-static void get_stall_ns(void *addr, void *obj, int count, void *buf)
-{
-    MPIR_Pageguard_stats_t pg;
-    MPIR_Pageguard_get_stats(&pg);
-    *(unsigned long long *) buf = pg.stall_ns;
-}
-
 /* addr carries the offset of a helper counter in MPII_Tnbc_counters_t */
 static void get_helper(void *addr, void *obj, int count, void *buf)
 {
@@ -271,19 +257,32 @@ static void get_helper(void *addr, void *obj, int count, void *buf)
 
 #define MPII_COUNTER(field_) ((void *) offsetof(MPII_Tnbc_counters_t, field_))
 
-static void get_release_median_ns(void *addr, void *obj, int count, void *buf)
+/* Page-guard figures; addr carries which one */
+enum { MPII_PG_FAULTS = 1, MPII_PG_STALL_NS, MPII_PG_RELEASE_MEDIAN_NS, MPII_PG_RELEASE_MAX_NS };
+
+static void get_pageguard(void *addr, void *obj, int count, void *buf)
 {
     MPIR_Pageguard_stats_t pg;
+    unsigned long long v = 0;
     MPIR_Pageguard_get_stats(&pg);
-    *(unsigned long long *) buf = (unsigned long long) release_median_ns(pg.release_hist);
+    switch ((uintptr_t) addr) {
+        case MPII_PG_FAULTS:
+            v = pg.faults;
+            break;
+        case MPII_PG_STALL_NS:
+            v = pg.stall_ns;
+            break;
+        case MPII_PG_RELEASE_MEDIAN_NS:
+            v = (unsigned long long) release_median_ns(pg.release_hist);
+            break;
+        case MPII_PG_RELEASE_MAX_NS:
+            v = pg.release_max_ns;
+            break;
+    }
+    *(unsigned long long *) buf = v;
 }
 
-static void get_release_max_ns(void *addr, void *obj, int count, void *buf)
-{
-    MPIR_Pageguard_stats_t pg;
-    MPIR_Pageguard_get_stats(&pg);
-    *(unsigned long long *) buf = pg.release_max_ns;
-}
+#define MPII_PG(which_) ((void *) (uintptr_t) (which_))
 
 static void pvar(const char *name, void *addr, MPIR_T_pvar_get_value_cb * get, const char *desc)
 {
@@ -305,8 +304,8 @@ void MPII_Tnbc_pvars_register(void)
          "bytes sent and received by T-NBC collectives");
     pvar("tnbc_in_call_ns", MPII_TOTAL(in_call_ns), get_total,
          "nanoseconds spent inside T-NBC collective calls");
-    pvar("tnbc_faults", NULL, get_faults, "faults on pages guarded by T-NBC");
-    pvar("tnbc_stall_ns", NULL, get_stall_ns,
+    pvar("tnbc_faults", MPII_PG(MPII_PG_FAULTS), get_pageguard, "faults on pages guarded by T-NBC");
+    pvar("tnbc_stall_ns", MPII_PG(MPII_PG_STALL_NS), get_pageguard,
          "nanoseconds threads waited in the page-guard fault handler");
     pvar("tnbc_helper_rounds", MPII_COUNTER(helper_rounds), get_helper,
          "progress rounds of the T-NBC helper thread");
@@ -316,7 +315,8 @@ void MPII_Tnbc_pvars_register(void)
          "nanoseconds the T-NBC helper thread slept");
     pvar("tnbc_helper_rescues", MPII_COUNTER(helper_rescues), get_helper,
          "helper sleeps that ended by their time limit and then found news (lost wake-ups)");
-    pvar("tnbc_release_median_ns", NULL, get_release_median_ns,
+    pvar("tnbc_release_median_ns", MPII_PG(MPII_PG_RELEASE_MEDIAN_NS), get_pageguard,
          "median release latency: data signalled (or the fault, if later) to the thread running");
-    pvar("tnbc_release_max_ns", NULL, get_release_max_ns, "largest release latency");
+    pvar("tnbc_release_max_ns", MPII_PG(MPII_PG_RELEASE_MAX_NS), get_pageguard,
+         "largest release latency");
 }
