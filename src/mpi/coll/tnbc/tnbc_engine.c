@@ -79,6 +79,8 @@ cvars:
 /* A sleep on the descriptors ends after this long anyway: a lost event costs at most this,
  * and such rounds are counted ("rescued" in the statistics) so that tests can see them. */
 #define MPII_TNBC_SLEEP_LIMIT_MS 100
+/* An application thread's sleep is shorter: another thread's progress does not wake it. */
+#define MPII_TNBC_APP_SLEEP_LIMIT_MS 2
 
 int MPIR_Tnbc_ops_in_flight;
 MPL_TLS int MPIR_Tnbc_user_coll;
@@ -281,10 +283,16 @@ static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made)
 
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     unsigned long before = engine.events;
+    int net_events = 0;
     *made = 0;
     if (engine.head) {
         MPIR_Pageguard_note_data_event(data_event_ns);
-        MPID_Progress_test(NULL);
+        /* our messages complete in the network's progress alone; MPICH's whole progress
+         * engine would cost a second epoll_wait per round on TCP */
+        if (engine.net_fd >= 0)
+            net_events = MPIDI_NM_tnbc_progress();
+        else
+            MPID_Progress_test(NULL);
         poll_all(made);
     }
     *made |= (engine.events != before);
@@ -296,7 +304,7 @@ static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made)
     else if (engine.net_fd < 0)
         next = MPII_HELPER_BACKOFF;
     else
-        next = MPIDI_NM_tnbc_arm()? MPII_HELPER_SLEEP_NET : MPII_HELPER_AGAIN;
+        next = MPIDI_NM_tnbc_arm(net_events == 0) ? MPII_HELPER_SLEEP_NET : MPII_HELPER_AGAIN;
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     return next;
 }
@@ -444,19 +452,50 @@ static int engine_start(void)
 
 /* ---- waiting from an application thread ---- */
 
+/* Rounds without news before a waiting application thread sleeps: short waits (a sub-message
+ * on an edge page that is already on its way) stay a spin, long ones (a late peer) sleep. */
+#define MPII_TNBC_SPIN_ROUNDS 16
+
+/* An application thread waits for T-NBC inside an MPI call: like the helper, it sleeps on the
+ * network (without the global lock) once rounds stop bringing news, instead of spinning for
+ * the whole wait as MPICH's blocking calls do. Another thread that completes our operations
+ * meanwhile does not wake us, hence the bounded sleep. */
+static void app_sleep(void)
+{
+    struct pollfd fds[2] = {
+        {.fd = engine.wake_fd,.events = POLLIN},
+        {.fd = engine.net_fd,.events = POLLIN}
+    };
+    int armed = MPIDI_NM_tnbc_arm(0);
+    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    if (armed) {
+        uint64_t t0 = MPII_Tnbc_now_ns();
+        poll(fds, 2, MPII_TNBC_APP_SLEEP_LIMIT_MS);
+        MPII_Tnbc_stats_app_sleep(MPII_Tnbc_now_ns() - t0);
+    }
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+}
+
 int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg)
 {
-    int mpi_errno = MPI_SUCCESS;
+    int mpi_errno = MPI_SUCCESS, quiet = 0;
     __atomic_add_fetch(&engine.app_driving, 1, __ATOMIC_SEQ_CST);
     while (!cond(arg)) {
         int made;
+        unsigned long before = engine.events;
         mpi_errno = MPID_Progress_test(NULL);
         MPIR_ERR_CHECK(mpi_errno);
         if (!engine.hook_active)
             poll_all(&made);
-        /* like MPICH's own blocking waits: let other threads (and the helper) in, or threads
-         * running collectives on other communicators would wait for each other's lock */
-        MPID_THREAD_CS_YIELD(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+        quiet = (engine.events == before) ? quiet + 1 : 0;
+        if (quiet >= MPII_TNBC_SPIN_ROUNDS && engine.net_fd >= 0 && !cond(arg)) {
+            app_sleep();
+            quiet = 0;
+        } else {
+            /* like MPICH's own blocking waits: let other threads (and the helper) in, or
+             * threads running collectives on other communicators would wait for each other */
+            MPID_THREAD_CS_YIELD(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+        }
     }
   fn_exit:
     if (__atomic_sub_fetch(&engine.app_driving, 1, __ATOMIC_SEQ_CST) == 0 && engine.head)

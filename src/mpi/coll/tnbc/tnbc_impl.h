@@ -194,6 +194,7 @@ void MPII_Tnbc_stats_helper_cpu(MPII_Tnbc_helper_cpu_t kind, uint64_t cpu_ns);
 void MPII_Tnbc_stats_helper_round(int rescued);  /* rescued: news found after a timed-out sleep */
 void MPII_Tnbc_stats_helper_sleep(uint64_t ns, int timed_out);
 void MPII_Tnbc_stats_helper_system(uint64_t system_ns);
+void MPII_Tnbc_stats_app_sleep(uint64_t ns);    /* an MPI call slept while it waited for T-NBC */
 int MPII_Tnbc_stats_reduce_and_print(void);
 void MPII_Tnbc_pvars_register(void);
 

@@ -48,6 +48,7 @@ typedef struct {
     uint64_t ops_done, lifetime_ns, late_errors, settles, settle_ns;
     uint64_t helper_cpu_ns[MPII_TNBC_HELPER_CPU_COUNT], helper_system_ns;
     uint64_t helper_rounds, helper_sleeps, helper_sleep_ns, helper_timeouts, helper_rescues;
+    uint64_t app_sleeps, app_sleep_ns;
     uint64_t faults, stall_ns, mprotect_calls, guard_refusals, pages_dropped, staging_reused;
     uint64_t release_hist[MPIR_PAGEGUARD_LATENCY_BUCKETS];
 } MPII_Tnbc_counters_t;
@@ -120,6 +121,12 @@ void MPII_Tnbc_stats_helper_sleep(uint64_t ns, int timed_out)
     MPII_ADD(st.helper_timeouts, timed_out != 0);
 }
 
+void MPII_Tnbc_stats_app_sleep(uint64_t ns)
+{
+    MPII_ADD(st.app_sleeps, 1);
+    MPII_ADD(st.app_sleep_ns, ns);
+}
+
 void MPII_Tnbc_stats_helper_system(uint64_t system_ns)
 {
     __atomic_store_n(&st.helper_system_ns, system_ns, __ATOMIC_RELAXED);
@@ -163,6 +170,9 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
     if (s->settles)
         fprintf(stderr, "[tnbc %s] MPI calls that first waited for T-NBC data in their buffers: "
                 "%" PRIu64 ", %.3f ms\n", who, s->settles, s->settle_ns / 1e6);
+    if (s->app_sleeps)
+        fprintf(stderr, "[tnbc %s] waits inside MPI calls slept on the network %" PRIu64
+                " times, %.3f ms\n", who, s->app_sleeps, s->app_sleep_ns / 1e6);
     if (s->ops_done || s->faults || s->helper_rounds) {
         double life_ms = s->lifetime_ns / 1e6, cpu_ms[MPII_TNBC_HELPER_CPU_COUNT], total = 0;
         for (int k = 0; k < MPII_TNBC_HELPER_CPU_COUNT; k++)

@@ -6,8 +6,11 @@
 /* What a process spends while it waits for a late peer: the last rank sleeps LATE_MS before
  * each Alltoall; the others call it at once and read the received data right away, so with
  * T-NBC they wait in the page-guard handler (without it, inside the blocking call) for about
- * LATE_MS. Prints, per waiting rank, the wait and the CPU time of the whole process (all
- * threads) meanwhile. Usage: tnbc_latepeer [bytes per pair] [iterations] [late ms] */
+ * LATE_MS: with malloc'd buffers the late block's piece on the buffer's partial last page
+ * must arrive inside the call; with page-aligned buffers (aligned = 1) the whole wait is in the
+ * fault handler. Prints, per waiting rank, the wait and the CPU time of the whole process
+ * (all threads) meanwhile. Usage: tnbc_latepeer [bytes per pair] [iterations] [late ms]
+ * [aligned] */
 
 #include <mpi.h>
 #include <stdio.h>
@@ -36,12 +39,21 @@ int main(int argc, char *argv[])
     size_t bytes = argc > 1 ? (size_t) atol(argv[1]) : 1048576;
     int iters = argc > 2 ? atoi(argv[2]) : 5;
     int late_ms = argc > 3 ? atoi(argv[3]) : 400;
+    int aligned = argc > 4 ? atoi(argv[4]) : 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     size_t n = bytes / sizeof(int);
-    int *s = malloc((size_t) size * n * sizeof(int)), *r = malloc((size_t) size * n * sizeof(int));
+    int *s, *r;
+    if (aligned) {
+        if (posix_memalign((void **) &s, 4096, (size_t) size * n * sizeof(int)) ||
+            posix_memalign((void **) &r, 4096, (size_t) size * n * sizeof(int)))
+            MPI_Abort(MPI_COMM_WORLD, 1);
+    } else {
+        s = malloc((size_t) size * n * sizeof(int));
+        r = malloc((size_t) size * n * sizeof(int));
+    }
     for (size_t i = 0; i < (size_t) size * n; i++)
         s[i] = rank;
     double wait = 0, cpu = 0;
@@ -60,8 +72,9 @@ int main(int argc, char *argv[])
         cpu += cpu_ms() - c0;
     }
     if (rank < size - 1)
-        printf("latepeer rank=%d late_ms=%d wait_ms=%.1f cpu_ms=%.1f cpu_pct=%.1f errors=%ld\n",
-               rank, late_ms, wait / iters, cpu / iters, 100.0 * cpu / wait, errors);
+        printf("latepeer rank=%d late_ms=%d aligned=%d wait_ms=%.1f cpu_ms=%.1f cpu_pct=%.1f "
+               "errors=%ld\n", rank, late_ms, aligned, wait / iters, cpu / iters,
+               100.0 * cpu / wait, errors);
     MPI_Finalize();
     return errors != 0;
 }

@@ -17,10 +17,16 @@
  * polls). Under the global lock. */
 int MPIDI_NM_tnbc_event_fd(void);
 
+/* Under the global lock: progress the network once; returns how many events it handled (0:
+ * nothing was pending). T-NBC's messages complete here: its helper needs nothing else of
+ * MPICH's progress engine. */
+int MPIDI_NM_tnbc_progress(void);
+
 /* Under the global lock, once a progress round found nothing to do: returns 1 when nothing is
  * pending and the event descriptor is armed (the caller may release the lock and sleep on it),
- * 0 when events are pending (the caller must run another progress round first). */
-int MPIDI_NM_tnbc_arm(void);
+ * 0 when events are pending (the caller must run another progress round first). drained: the
+ * caller's last MPIDI_NM_tnbc_progress returned 0 and nothing progressed the network since. */
+int MPIDI_NM_tnbc_arm(int drained);
 
 /* cb(addr, len) runs before [addr, addr + len) is unmapped by anyone in the process (munmap,
  * a heap trim, mremap's old range). Returns 1 when the network layer can report this. */

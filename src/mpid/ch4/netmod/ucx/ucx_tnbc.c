@@ -34,14 +34,20 @@ int MPIDI_NM_tnbc_event_fd(void)
     return event_fd;
 }
 
-int MPIDI_NM_tnbc_arm(void)
+int MPIDI_NM_tnbc_progress(void)
+{
+    return (int) ucp_worker_progress(MPIDI_UCX_global.ctx[0].worker);
+}
+
+int MPIDI_NM_tnbc_arm(int drained)
 {
     ucp_worker_h worker = MPIDI_UCX_global.ctx[0].worker;
 
     if (MPIDI_NM_tnbc_event_fd() < 0)
         return 0;
-    /* UCX's rule: the worker must be drained before it is armed */
-    if (ucp_worker_progress(worker) != 0)
+    /* UCX's rule: the worker must be drained before it is armed (each progress call costs an
+     * epoll_wait on TCP: skip it when the caller's last one found nothing) */
+    if (!drained && ucp_worker_progress(worker) != 0)
         return 0;
     return ucp_worker_arm(worker) == UCS_OK;
 }
