@@ -138,6 +138,13 @@ int MPII_Tnbc_engine_uses_comm(const MPIR_Comm * comm)
     return 0;
 }
 
+/* How often the calling thread holds MPICH's global lock (0: not at all). */
+static int holds_global_lock(void)
+{
+    return MPIR_ThreadInfo.isThreaded ?
+        MPIDU_Thread_mutex_held_by_self(&MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX) : 0;
+}
+
 /* ---- waking the helper ---- */
 
 /* Async-signal-safe (the page-guard handler calls it): one write to an eventfd, and only when
@@ -396,13 +403,7 @@ static void *helper_main(void *arg)
 static int before_wait(void *addr)
 {
     (void) addr;
-    if (!MPIR_ThreadInfo.isThreaded || MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX.count <= 0)
-        return MPIR_PAGEGUARD_WAIT;
-    MPL_thread_id_t self, owner = MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX.owner;
-    int same = 0;
-    MPL_thread_self(&self);
-    MPL_thread_same(&self, &owner, &same);
-    return same ? MPIR_PAGEGUARD_FORGET : MPIR_PAGEGUARD_WAIT;
+    return holds_global_lock()? MPIR_PAGEGUARD_FORGET : MPIR_PAGEGUARD_WAIT;
 }
 
 /* ---- start and stop ---- */
@@ -488,7 +489,9 @@ int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg)
         if (!engine.hook_active)
             poll_all(&made);
         quiet = (engine.events == before) ? quiet + 1 : 0;
-        if (quiet >= MPII_TNBC_SPIN_ROUNDS && engine.net_fd >= 0 && !cond(arg)) {
+        /* sleep only where the lock is really released (held once) */
+        if (quiet >= MPII_TNBC_SPIN_ROUNDS && engine.net_fd >= 0 && holds_global_lock() == 1 &&
+            !cond(arg)) {
             app_sleep();
             quiet = 0;
         } else {
