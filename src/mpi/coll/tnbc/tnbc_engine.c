@@ -79,6 +79,9 @@ cvars:
 /* A sleep on the descriptors ends after this long anyway: a lost event costs at most this,
  * and such rounds are counted ("rescued" in the statistics) so that tests can see them. */
 #define MPII_TNBC_SLEEP_LIMIT_MS 100
+#define MPII_TNBC_SLEEP_LIMIT_NS (MPII_TNBC_SLEEP_LIMIT_MS * 1000000ull)
+/* First time limit of a sleep on the network after a round with news (see helper_main). */
+#define MPII_TNBC_NET_TIMER_NS 8000ull
 /* An application thread's sleep is shorter: another thread's progress does not wake it. */
 #define MPII_TNBC_APP_SLEEP_LIMIT_MS 2
 
@@ -284,7 +287,7 @@ typedef enum {
 
 /* One progress round under the global lock. The data-event time tells the page guards when
  * the network signalled the data this round may complete (release latency). */
-static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made)
+static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made, int *net_events_out)
 {
     MPII_helper_next_t next;
 
@@ -313,15 +316,20 @@ static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made)
     else
         next = MPIDI_NM_tnbc_arm(net_events == 0) ? MPII_HELPER_SLEEP_NET : MPII_HELPER_AGAIN;
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    *net_events_out = net_events;
     return next;
 }
 
-/* Sleep on our eventfd (and the network's, with_net). Returns the time the sleep ended. */
-static uint64_t helper_sleep(int with_net, int *timed_out)
+/* Sleep on our eventfd (and the network's, with_net, for at most limit_ns). Returns the time
+ * the sleep ended. */
+static uint64_t helper_sleep(int with_net, uint64_t limit_ns, int *timed_out)
 {
     struct pollfd fds[2] = {
         {.fd = engine.wake_fd,.events = POLLIN},
         {.fd = engine.net_fd,.events = POLLIN}
+    };
+    struct timespec limit = {.tv_sec = limit_ns / 1000000000ull,
+        .tv_nsec = limit_ns % 1000000000ull
     };
     uint64_t t0 = MPII_Tnbc_now_ns();
 
@@ -333,20 +341,23 @@ static uint64_t helper_sleep(int with_net, int *timed_out)
     int nothing_for_us = __atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_SEQ_CST) == 0 ||
         __atomic_load_n(&engine.app_driving, __ATOMIC_SEQ_CST) > 0;
     if (!stop && (with_net || nothing_for_us)) {
-        int rc = poll(fds, with_net ? 2 : 1, with_net ? MPII_TNBC_SLEEP_LIMIT_MS : -1);
+        int rc = ppoll(fds, with_net ? 2 : 1, with_net ? &limit : NULL, NULL);
         *timed_out = (rc == 0);
     }
     __atomic_store_n(&engine.helper_asleep, 0, __ATOMIC_SEQ_CST);
     if (fds[0].revents & POLLIN)
         drain_wake_fd();
     uint64_t t1 = MPII_Tnbc_now_ns();
-    MPII_Tnbc_stats_helper_sleep(t1 - t0, *timed_out);
+    /* only the longest limit counts as a timeout: a lost wake-up would end there */
+    MPII_Tnbc_stats_helper_sleep(t1 - t0, *timed_out && limit_ns >= MPII_TNBC_SLEEP_LIMIT_NS);
     return t1;
 }
 
 static void *helper_main(void *arg)
 {
     uint64_t backoff_ns = 1000, cpu_before = thread_cpu_ns(), data_event_ns = 0;
+    uint64_t net_limit_ns = MPII_TNBC_NET_TIMER_NS;
+    int timed_out = 0;
     const uint64_t max_ns = (uint64_t) MPIR_CVAR_TNBC_POLL_MAX_US * 1000;
     int rescue = 0;
 
@@ -354,10 +365,19 @@ static void *helper_main(void *arg)
     /* short sleeps must stay short: the default 50 us timer slack would dominate them */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     while (!__atomic_load_n(&engine.stop, __ATOMIC_SEQ_CST)) {
-        int made, timed_out;
+        int made, net_events;
         int app_waited = MPIR_Pageguard_waiting() > 0;
         MPII_helper_next_t next = helper_round(data_event_ns ? data_event_ns :
-                                               MPII_Tnbc_now_ns(), &made);
+                                               MPII_Tnbc_now_ns(), &made, &net_events);
+        /* UCX's descriptor does not signal everything (a TCP socket that stays writable while
+         * a send is pending raises no new event after an arm), so while data flows a timer
+         * wakes us too; it doubles with every sleep that ends with nothing at all, and idle
+         * waits end up sleeping on events alone */
+        if (made || net_events)
+            net_limit_ns = MPII_TNBC_NET_TIMER_NS;
+        else if (timed_out)
+            net_limit_ns = MPL_MIN(net_limit_ns * 2, MPII_TNBC_SLEEP_LIMIT_NS);
+        timed_out = 0;
         app_waited |= MPIR_Pageguard_waiting() > 0;
         MPII_Tnbc_stats_helper_round(rescue && made);
         rescue = 0;
@@ -367,12 +387,13 @@ static void *helper_main(void *arg)
         MPII_Tnbc_stats_helper_cpu(round_kind(made, app_waited), cpu_now - cpu_before);
         switch (next) {
             case MPII_HELPER_SLEEP_NET:
-                data_event_ns = helper_sleep(1, &timed_out);
-                rescue = timed_out;
-                backoff_ns = 1000;
+                data_event_ns = helper_sleep(1, net_limit_ns, &timed_out);
+                rescue = timed_out && net_limit_ns == MPII_TNBC_SLEEP_LIMIT_NS;
                 break;
             case MPII_HELPER_SLEEP_OURS:
-                helper_sleep(0, &timed_out);
+                helper_sleep(0, 0, &timed_out);
+                timed_out = 0;
+                net_limit_ns = MPII_TNBC_NET_TIMER_NS;
                 break;
             case MPII_HELPER_BACKOFF:{
                     struct timespec ts = {.tv_sec = 0,.tv_nsec = (long) backoff_ns };
@@ -461,17 +482,18 @@ static int engine_start(void)
  * network (without the global lock) once rounds stop bringing news, instead of spinning for
  * the whole wait as MPICH's blocking calls do. Another thread that completes our operations
  * meanwhile does not wake us, hence the bounded sleep. */
-static void app_sleep(void)
+static void app_sleep(uint64_t limit_ns)
 {
     struct pollfd fds[2] = {
         {.fd = engine.wake_fd,.events = POLLIN},
         {.fd = engine.net_fd,.events = POLLIN}
     };
+    struct timespec limit = {.tv_sec = 0,.tv_nsec = (long) limit_ns };
     int armed = MPIDI_NM_tnbc_arm(0);
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     if (armed) {
         uint64_t t0 = MPII_Tnbc_now_ns();
-        poll(fds, 2, MPII_TNBC_APP_SLEEP_LIMIT_MS);
+        ppoll(fds, 2, &limit, NULL);
         MPII_Tnbc_stats_app_sleep(MPII_Tnbc_now_ns() - t0);
     }
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
@@ -480,6 +502,7 @@ static void app_sleep(void)
 int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg)
 {
     int mpi_errno = MPI_SUCCESS, quiet = 0;
+    uint64_t sleep_ns = MPII_TNBC_NET_TIMER_NS;     /* grows like the helper's (helper_main) */
     __atomic_add_fetch(&engine.app_driving, 1, __ATOMIC_SEQ_CST);
     while (!cond(arg)) {
         int made;
@@ -488,11 +511,17 @@ int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg)
         MPIR_ERR_CHECK(mpi_errno);
         if (!engine.hook_active)
             poll_all(&made);
-        quiet = (engine.events == before) ? quiet + 1 : 0;
+        if (engine.events == before) {
+            quiet++;
+        } else {
+            quiet = 0;
+            sleep_ns = MPII_TNBC_NET_TIMER_NS;
+        }
         /* sleep only where the lock is really released (held once) */
         if (quiet >= MPII_TNBC_SPIN_ROUNDS && engine.net_fd >= 0 && holds_global_lock() == 1 &&
             !cond(arg)) {
-            app_sleep();
+            app_sleep(sleep_ns);
+            sleep_ns = MPL_MIN(sleep_ns * 2, MPII_TNBC_APP_SLEEP_LIMIT_MS * 1000000ull);
             quiet = 0;
         } else {
             /* like MPICH's own blocking waits: let other threads (and the helper) in, or
