@@ -320,8 +320,8 @@ static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made, int *n
     return next;
 }
 
-/* Sleep on our eventfd (and the network's, with_net, for at most limit_ns). Returns the time
- * the sleep ended. */
+/* Sleep on our eventfd, and the network's (with_net); for at most limit_ns (0: without limit
+ * where with_net is 0). Returns the time the sleep ended. */
 static uint64_t helper_sleep(int with_net, uint64_t limit_ns, int *timed_out)
 {
     struct pollfd fds[2] = {
@@ -340,8 +340,8 @@ static uint64_t helper_sleep(int with_net, uint64_t limit_ns, int *timed_out)
     int stop = __atomic_load_n(&engine.stop, __ATOMIC_SEQ_CST);
     int nothing_for_us = __atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_SEQ_CST) == 0 ||
         __atomic_load_n(&engine.app_driving, __ATOMIC_SEQ_CST) > 0;
-    if (!stop && (with_net || nothing_for_us)) {
-        int rc = ppoll(fds, with_net ? 2 : 1, with_net ? &limit : NULL, NULL);
+    if (!stop && (with_net || limit_ns || nothing_for_us)) {
+        int rc = ppoll(fds, with_net ? 2 : 1, limit_ns ? &limit : NULL, NULL);
         *timed_out = (rc == 0);
     }
     __atomic_store_n(&engine.helper_asleep, 0, __ATOMIC_SEQ_CST);
@@ -370,12 +370,15 @@ static void *helper_main(void *arg)
         MPII_helper_next_t next = helper_round(data_event_ns ? data_event_ns :
                                                MPII_Tnbc_now_ns(), &made, &net_events);
         /* UCX's descriptor does not signal everything (a TCP socket that stays writable while
-         * a send is pending raises no new event after an arm), so while data flows a timer
-         * wakes us too; it doubles with every sleep that ends with nothing at all, and idle
-         * waits end up sleeping on events alone */
-        if (made || net_events)
+         * a send is pending raises no new event after an arm), so a timer wakes us too. Like
+         * the polling helper's sleep it restarts when a sub-message completes and doubles up
+         * to MPIR_CVAR_TNBC_POLL_MAX_US while the network is busy; past that only while the
+         * rounds find nothing at all, so idle waits end up sleeping on events alone. */
+        if (made)
             net_limit_ns = MPII_TNBC_NET_TIMER_NS;
-        else if (timed_out)
+        else if (net_events || !timed_out)
+            net_limit_ns = MPL_MIN(net_limit_ns * 2, max_ns);
+        else
             net_limit_ns = MPL_MIN(net_limit_ns * 2, MPII_TNBC_SLEEP_LIMIT_NS);
         timed_out = 0;
         app_waited |= MPIR_Pageguard_waiting() > 0;
@@ -387,7 +390,11 @@ static void *helper_main(void *arg)
         MPII_Tnbc_stats_helper_cpu(round_kind(made, app_waited), cpu_now - cpu_before);
         switch (next) {
             case MPII_HELPER_SLEEP_NET:
-                data_event_ns = helper_sleep(1, net_limit_ns, &timed_out);
+                /* data is streaming (the network had events, no sub-message completed): let
+                 * it accumulate for the timer instead of waking for every packet, which cost
+                 * the application's work more than it saved -- unless a thread waits for it */
+                data_event_ns = helper_sleep(!net_events || MPIR_Pageguard_waiting() > 0,
+                                             net_limit_ns, &timed_out);
                 rescue = timed_out && net_limit_ns == MPII_TNBC_SLEEP_LIMIT_NS;
                 break;
             case MPII_HELPER_SLEEP_OURS:
