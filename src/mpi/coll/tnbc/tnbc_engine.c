@@ -45,9 +45,10 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        Only when the network cannot wake the T-NBC helper thread (no UCX worker wakeup, or
-        MPIR_CVAR_TNBC_HELPER_WAKEUP=0): longest sleep between two progress rounds that found
-        nothing new, in microseconds. The sleep starts at 1 us and doubles.
+        Longest sleep of the T-NBC helper thread between two progress rounds that found nothing
+        new while data is moving, in microseconds (taken between 1 and 999999): the polling
+        helper's whole backoff (from 1 us, doubling), and the event-driven helper's timer while
+        the network is busy.
 
     - name        : MPIR_CVAR_TNBC_HELPER_WAKEUP
       category    : TNBC
@@ -340,6 +341,9 @@ static uint64_t helper_sleep(int with_net, uint64_t limit_ns, int *timed_out)
     int stop = __atomic_load_n(&engine.stop, __ATOMIC_SEQ_CST);
     int nothing_for_us = __atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_SEQ_CST) == 0 ||
         __atomic_load_n(&engine.app_driving, __ATOMIC_SEQ_CST) > 0;
+    /* a thread that began to wait before the announcement did not signal: wake on the data */
+    if (limit_ns && MPIR_Pageguard_waiting() > 0)
+        with_net = 1;
     if (!stop && (with_net || limit_ns || nothing_for_us)) {
         int rc = ppoll(fds, with_net ? 2 : 1, limit_ns ? &limit : NULL, NULL);
         *timed_out = (rc == 0);
@@ -358,7 +362,9 @@ static void *helper_main(void *arg)
     uint64_t backoff_ns = 1000, cpu_before = thread_cpu_ns(), data_event_ns = 0;
     uint64_t net_limit_ns = MPII_TNBC_NET_TIMER_NS;
     int timed_out = 0;
-    const uint64_t max_ns = (uint64_t) MPIR_CVAR_TNBC_POLL_MAX_US * 1000;
+    /* a timespec's nanoseconds stay below one second, and a zero limit would mean none */
+    const uint64_t max_ns = MPIR_CVAR_TNBC_POLL_MAX_US < 1 ? 1000 :
+        MPL_MIN((uint64_t) MPIR_CVAR_TNBC_POLL_MAX_US * 1000, 999999999ull);
     int rescue = 0;
 
     on_helper = 1;
@@ -489,7 +495,7 @@ static int engine_start(void)
  * network (without the global lock) once rounds stop bringing news, instead of spinning for
  * the whole wait as MPICH's blocking calls do. Another thread that completes our operations
  * meanwhile does not wake us, hence the bounded sleep. */
-static void app_sleep(uint64_t limit_ns)
+static int app_sleep(uint64_t limit_ns)
 {
     struct pollfd fds[2] = {
         {.fd = engine.wake_fd,.events = POLLIN},
@@ -504,6 +510,7 @@ static void app_sleep(uint64_t limit_ns)
         MPII_Tnbc_stats_app_sleep(MPII_Tnbc_now_ns() - t0);
     }
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    return armed;
 }
 
 int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg)
@@ -527,8 +534,8 @@ int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg)
         /* sleep only where the lock is really released (held once) */
         if (quiet >= MPII_TNBC_SPIN_ROUNDS && engine.net_fd >= 0 && holds_global_lock() == 1 &&
             !cond(arg)) {
-            app_sleep(sleep_ns);
-            sleep_ns = MPL_MIN(sleep_ns * 2, MPII_TNBC_APP_SLEEP_LIMIT_MS * 1000000ull);
+            if (app_sleep(sleep_ns))
+                sleep_ns = MPL_MIN(sleep_ns * 2, MPII_TNBC_APP_SLEEP_LIMIT_MS * 1000000ull);
             quiet = 0;
         } else {
             /* like MPICH's own blocking waits: let other threads (and the helper) in, or
@@ -544,10 +551,12 @@ int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg)
     goto fn_exit;
 }
 
+/* The operation being launched is not on the list yet: its progress is news too. */
 static int op_done_cond(const void *op)
 {
     int made;
     MPII_Tnbc_op_poll((MPII_Tnbc_op_t *) op, &made);
+    engine.events += made;
     return MPII_Tnbc_op_is_done(op);
 }
 
@@ -555,6 +564,7 @@ static int op_sync_cond(const void *op)
 {
     int made;
     MPII_Tnbc_op_poll((MPII_Tnbc_op_t *) op, &made);
+    engine.events += made;
     return MPII_Tnbc_op_sync_done(op);
 }
 
