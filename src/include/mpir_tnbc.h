@@ -18,6 +18,8 @@ extern int MPIR_Tnbc_ops_in_flight;
 /* Set by the binding of a blocking collective, consumed by MPIR_Tnbc_<Coll>: MPICH's own calls
  * of MPIR_<Coll> (communicator creation, ...) read their results at once and are declined. */
 extern MPL_TLS int MPIR_Tnbc_user_coll;
+/* and where the application called it from (call sites of access orders, tnbc_access.c) */
+extern MPL_TLS const void *MPIR_Tnbc_user_caller;
 
 int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype);
 int MPIR_Tnbc_settle_all(void);
@@ -48,6 +50,8 @@ int MPIR_Tnbc_finalize_drain(void);
         }                                                                       \
     } while (0)
 
-#define MPIR_TNBC_MARK_USER_COLL() (MPIR_Tnbc_user_coll = 1)
+/* In the binding, inlined into MPI_<Coll>: the return address is the application's. */
+#define MPIR_TNBC_MARK_USER_COLL() \
+    (MPIR_Tnbc_user_coll = 1, MPIR_Tnbc_user_caller = __builtin_return_address(0))
 
 #endif /* MPIR_TNBC_H_INCLUDED */

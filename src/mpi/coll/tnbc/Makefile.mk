@@ -8,6 +8,7 @@
 AM_CPPFLAGS += -I$(top_srcdir)/src/mpi/coll/tnbc
 
 mpi_core_sources += \
+    src/mpi/coll/tnbc/tnbc_access.c \
     src/mpi/coll/tnbc/tnbc_alltoall.c \
     src/mpi/coll/tnbc/tnbc_bcast.c \
     src/mpi/coll/tnbc/tnbc_engine.c \
@@ -17,6 +18,7 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_neighbor.c \
     src/mpi/coll/tnbc/tnbc_op.c \
     src/mpi/coll/tnbc/tnbc_policy.c \
+    src/mpi/coll/tnbc/tnbc_priority.c \
     src/mpi/coll/tnbc/tnbc_reduce.c \
     src/mpi/coll/tnbc/tnbc_sched.c \
     src/mpi/coll/tnbc/tnbc_sched_reduce.c \
@@ -29,4 +31,5 @@ noinst_HEADERS += \
     src/mpi/coll/include/tnbc.h \
     src/mpi/coll/tnbc/tnbc_impl.h \
     src/mpi/coll/tnbc/tnbc_policy.h \
+    src/mpi/coll/tnbc/tnbc_priority.h \
     src/mpi/coll/tnbc/tnbc_sched.h

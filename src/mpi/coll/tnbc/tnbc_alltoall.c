@@ -140,12 +140,42 @@ static int unpack_side(const char *packed, const MPII_Tnbc_side_t * side, int n,
 /* Every rank in ring order, or the neighbour lists of a topology. */
 static int build(MPIR_Tnbc_sched_t * s, int rank, const MPII_Tnbc_nbrs_t * nbrs, int ns,
                  const size_t * sbytes, const size_t * soff, int nr, const size_t * rbytes,
-                 const size_t * roff)
+                 const size_t * roff, const int *recv_pos)
 {
     if (nbrs)
         return MPIR_Tnbc_sched_neighbor(s, ns, nbrs->dsts, sbytes, soff, nr, nbrs->srcs, rbytes,
                                         roff, nbrs->recv_reversed);
-    return MPIR_Tnbc_sched_alltoallv(s, rank, ns, sbytes, soff, rbytes, roff);
+    return MPIR_Tnbc_sched_alltoallv_ordered(s, rank, ns, sbytes, soff, rbytes, roff, recv_pos);
+}
+
+/* The access order of the call site, for the pairwise layout: block p is source p's piece. */
+static const int *access_order(MPII_Tnbc_start_t * args, const MPII_Tnbc_nbrs_t * nbrs, int nr,
+                               const size_t * rbytes, MPIR_Tnbc_site_t ** site)
+{
+    uint64_t total = 0;
+    *site = NULL;
+    if (nbrs || args->small)
+        return NULL;
+    for (int p = 0; p < nr; p++)
+        total += rbytes[p];
+    *site = MPII_Tnbc_access_site(args->coll, nr, nr, total);
+    args->trace = *site && MPII_Tnbc_access_tracing();
+    args->site = args->trace ? NULL : *site;
+    return MPII_Tnbc_access_order(*site);
+}
+
+/* Trace run: the data is in place; guard it to see the application's first touches. */
+static void trace_recv(MPIR_Tnbc_site_t * site, const MPII_Tnbc_start_t * args,
+                       const MPIR_Tnbc_sched_t * sched)
+{
+    if (!args->trace || !args->recv_user)
+        return;
+    int *peer = MPL_malloc((sched->nrecv_sub + 1) * sizeof(int), MPL_MEM_COLL);
+    if (!peer)
+        return;
+    MPIR_Tnbc_sched_recv_sub_peers(sched, peer);
+    MPII_Tnbc_access_trace(site, args->recv_user, sched, peer);
+    MPL_free(peer);
 }
 
 int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_side,
@@ -201,6 +231,8 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
     *handled = 1;
     /* a process that only sends (Gather at a non-root) judges by what it sends */
     args.small = ((largest_recv ? largest_recv : largest) < MPII_Tnbc_policy.min_bytes);
+    MPIR_Tnbc_site_t *site;
+    const int *recv_pos = access_order(&args, nbrs, nr, rbytes, &site);
 
     /* Send space: the user's bytes in place when flat, else packed (MPI_IN_PLACE: always a
      * copy, as the receive buffer is overwritten). */
@@ -224,7 +256,7 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
     }
     int rc = MPIR_TNBC_SCHED_ERR_OVERLAP;
     if (recv_flat)
-        rc = build(&args.sched, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff);
+        rc = build(&args.sched, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff, recv_pos);
     if (rc == MPIR_TNBC_SCHED_ERR_OVERLAP) {
         size_t total = 0;
         MPIR_Tnbc_sched_free(&args.sched);
@@ -234,7 +266,7 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
         }
         args.recv_user = NULL;
         args.recv_packed = 1;
-        rc = build(&args.sched, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff);
+        rc = build(&args.sched, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff, recv_pos);
     }
     /* the self pair's type signatures differ: erroneous, and only this process is involved */
     MPIR_ERR_CHKANDJUMP(rc == MPIR_TNBC_SCHED_ERR_ARG, mpi_errno, MPI_ERR_TRUNCATE, "**truncate");
@@ -245,6 +277,8 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
     if (op) {
         if (args.recv_packed)
             mpi_errno = unpack_side(MPII_Tnbc_op_packed_recv(op), recv, nr, rbytes, roff);
+        else
+            trace_recv(site, &args, MPII_Tnbc_op_sched(op));
         MPII_Tnbc_op_free(op);
         MPIR_ERR_CHECK(mpi_errno);
     }

@@ -10,6 +10,7 @@
 
 #include "tnbc_policy.h"
 #include "tnbc_sched.h"
+#include "tnbc_priority.h"
 #include "mpir_pageguard.h"
 
 /* Set by MPIR_Tnbc_init from the CVARs; read by every entry point. */
@@ -58,6 +59,8 @@ typedef struct {
     int small;                  /* this process's pieces are below the threshold */
     MPI_Datatype reduce_type;   /* REDUCE entries: builtin type and op */
     MPI_Op reduce_op;
+    int trace;                  /* a trace run: complete in the call (tnbc_access.c) */
+    MPIR_Tnbc_site_t *site;     /* learn this site's access order from the faults (or NULL) */
 } MPII_Tnbc_start_t;
 
 typedef struct MPII_Tnbc_op MPII_Tnbc_op_t;
@@ -81,6 +84,8 @@ typedef struct {
 void MPII_Tnbc_op_info(const MPII_Tnbc_op_t * op, MPII_Tnbc_op_info_t * info);
 /* The link of the engine's list of operations in flight. */
 MPII_Tnbc_op_t **MPII_Tnbc_op_link(MPII_Tnbc_op_t * op);
+/* The schedule of an operation the caller got back from MPII_Tnbc_launch. */
+const MPIR_Tnbc_sched_t *MPII_Tnbc_op_sched(const MPII_Tnbc_op_t * op);
 /* The temporary receive space of a call that waited with recv_packed (the caller unpacks). */
 void *MPII_Tnbc_op_packed_recv(const MPII_Tnbc_op_t * op);
 
@@ -168,6 +173,23 @@ int MPII_Tnbc_engine_uses_comm(const MPIR_Comm * comm);
 void MPII_Tnbc_engine_reap(void);
 int MPII_Tnbc_engine_finalize(void);
 void MPII_Tnbc_tune_malloc(void);       /* tnbc_syscalls.c: free() unmaps send buffers safely */
+
+/* ---- access orders (tnbc_access.c): trace runs, profiles, call sites ---- */
+
+int MPII_Tnbc_access_init(void);
+int MPII_Tnbc_access_finalize(void);
+/* The site of the application's current call (NULL: no memory); counts the call. */
+MPIR_Tnbc_site_t *MPII_Tnbc_access_site(MPIR_Tnbc_coll_t coll, int comm_size, int nblocks,
+                                        uint64_t recv_bytes);
+/* The positions of the site's blocks to post by, or NULL (unknown, priorities off, tracing). */
+const int *MPII_Tnbc_access_order(const MPIR_Tnbc_site_t * site);
+int MPII_Tnbc_access_tracing(void);
+/* Trace run: guard the completed receive buffer of a call and keep it for its first touches;
+ * sub_block[k] is the block of receive sub-message k. */
+void MPII_Tnbc_access_trace(MPIR_Tnbc_site_t * site, void *recv_user,
+                            const MPIR_Tnbc_sched_t * sched, const int *sub_block);
+/* Record and release the trace regions kept so far (before a new collective guards). */
+void MPII_Tnbc_access_harvest(void);
 
 /* ---- settle (tnbc_settle.c): MPI calls wait here for pending pieces of their buffers ---- */
 

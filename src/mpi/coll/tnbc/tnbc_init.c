@@ -97,6 +97,8 @@ int MPIR_Tnbc_init(void)
     MPII_Tnbc_policy.supported_colls = MPII_TNBC_SUPPORTED_COLLS;
     MPII_Tnbc_policy.min_bytes = (size_t) MPIR_CVAR_TNBC_MIN_BYTES;
     MPII_Tnbc_pvars_register();
+    mpi_errno = MPII_Tnbc_access_init();
+    MPIR_ERR_CHECK(mpi_errno);
     if (MPIR_CVAR_TNBC_ENABLE)
         MPII_Tnbc_tune_malloc();        /* before the application allocates its buffers */
 
@@ -109,5 +111,7 @@ int MPIR_Tnbc_init(void)
 int MPIR_Tnbc_finalize(void)
 {
     /* the operations were drained and the helper stopped by MPIR_Tnbc_finalize_drain */
-    return MPII_Tnbc_engine_finalize();
+    int mpi_errno = MPII_Tnbc_access_finalize();
+    int engine_errno = MPII_Tnbc_engine_finalize();
+    return mpi_errno ? mpi_errno : engine_errno;
 }

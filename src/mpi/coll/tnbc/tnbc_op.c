@@ -74,6 +74,7 @@ struct MPII_Tnbc_op {
 
     int error;                  /* an MPI error code seen after the call returned */
     uint64_t t_start_ns;
+    MPIR_Tnbc_site_t *site;     /* learns from our faults when we are freed */
 };
 
 enum { MPII_TNBC_ENTRY_IDLE, MPII_TNBC_ENTRY_POSTED, MPII_TNBC_ENTRY_DONE };
@@ -229,8 +230,11 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     op->reduce_type = args->reduce_type;
     op->reduce_op = args->reduce_op;
     op->t_start_ns = MPII_Tnbc_now_ns();
+    op->site = args->site;
     op->outcome = MPIR_TNBC_EARLY;
-    if (args->recv_packed)
+    if (args->trace)
+        op->outcome = MPIR_TNBC_SYNC_TRACE;
+    else if (args->recv_packed)
         op->outcome = MPIR_TNBC_SYNC_PACKED;
     else if (args->small)
         op->outcome = MPIR_TNBC_SYNC_SMALL;
@@ -394,8 +398,33 @@ int MPII_Tnbc_op_sync_done(const MPII_Tnbc_op_t * op)
     return 1;
 }
 
+/* The order in which the application touched blocks that had not arrived yet. */
+static void learn_from_faults(MPII_Tnbc_op_t * op)
+{
+    MPIR_Tnbc_sched_t *s = &op->sched;
+    int nb = op->site->key.nblocks;
+    int *peer = MPL_malloc((s->nrecv_sub + 1) * sizeof(int), MPL_MEM_COLL);
+    int *touch = MPL_calloc(nb + 1, sizeof(int), MPL_MEM_COLL);
+    if (peer && touch) {
+        MPIR_Tnbc_sched_recv_sub_peers(s, peer);
+        for (int k = 0; k < s->nrecv_sub; k++) {
+            int order;
+            uint64_t t;
+            MPIR_Pageguard_first_touch(op->recv_region, k, &order, &t);
+            if (order > 0 && peer[k] >= 0 && peer[k] < nb &&
+                (touch[peer[k]] == 0 || order < touch[peer[k]]))
+                touch[peer[k]] = order;
+        }
+        MPIR_Tnbc_site_observe(op->site, touch, 0);
+    }
+    MPL_free(peer);
+    MPL_free(touch);
+}
+
 int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
 {
+    if (op->recv_region && op->site)
+        learn_from_faults(op);
     if (op->recv_region)
         MPIR_Pageguard_unregister(op->recv_region);
     if (op->send_region)
@@ -430,6 +459,11 @@ void MPII_Tnbc_op_info(const MPII_Tnbc_op_t * op, MPII_Tnbc_op_info_t * info)
 MPII_Tnbc_op_t **MPII_Tnbc_op_link(MPII_Tnbc_op_t * op)
 {
     return &op->next;
+}
+
+const MPIR_Tnbc_sched_t *MPII_Tnbc_op_sched(const MPII_Tnbc_op_t * op)
+{
+    return &op->sched;
 }
 
 void *MPII_Tnbc_op_packed_recv(const MPII_Tnbc_op_t * op)

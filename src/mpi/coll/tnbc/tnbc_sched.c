@@ -141,6 +141,25 @@ int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
                               const size_t * sbytes, const size_t * soff,
                               const size_t * rbytes, const size_t * roff)
 {
+    return MPIR_Tnbc_sched_alltoallv_ordered(s, rank, size, sbytes, soff, rbytes, roff, NULL);
+}
+
+void MPIR_Tnbc_sched_recv_sub_peers(const MPIR_Tnbc_sched_t * s, int *peer)
+{
+    for (int k = 0; k < s->nrecv_sub; k++)
+        peer[k] = -1;
+    for (int i = 0; i < s->n; i++) {
+        const MPIR_Tnbc_entry_t *e = &s->entries[i];
+        if (MPIR_Tnbc_entry_fills_recv(e) && e->sub >= 0 && e->kind != MPIR_TNBC_REDUCE)
+            peer[e->sub] = e->peer;
+    }
+}
+
+int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
+                                      const size_t * sbytes, const size_t * soff,
+                                      const size_t * rbytes, const size_t * roff,
+                                      const int *recv_pos)
+{
     int rc;
 
     if (size < 1 || rank < 0 || rank >= size)
@@ -165,9 +184,10 @@ int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
         size_t off[3], len[3];
         int npieces = split_edges(rbytes[from], off, len);
         for (int k = 0; k < npieces; k++) {
+            int order = recv_pos ? recv_pos[from] : step;
             MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_RECV, from, MPIR_TNBC_SPACE_RECV,
                                                   roff[from] + off[k], len[k],
-                                                  piece_prio(k, npieces, step, size));
+                                                  piece_prio(k, npieces, order, size));
             e.sub = MPII_Tnbc_sched_recv_sub(s, e.off, len[k]);
             if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return rc;

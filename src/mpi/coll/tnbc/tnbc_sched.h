@@ -102,6 +102,15 @@ void MPIR_Tnbc_sched_free(MPIR_Tnbc_sched_t * s);
 int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
                               const size_t * sbytes, const size_t * soff,
                               const size_t * rbytes, const size_t * roff);
+/* The same, with the receive bodies posted by recv_pos[from] (0 first: the access order)
+ * instead of ring order; edges still go first. recv_pos NULL: ring order. */
+int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
+                                      const size_t * sbytes, const size_t * soff,
+                                      const size_t * rbytes, const size_t * roff,
+                                      const int *recv_pos);
+
+/* peer[k] = the rank receive sub-message k comes from (a self copy: that rank), or -1. */
+void MPIR_Tnbc_sched_recv_sub_peers(const MPIR_Tnbc_sched_t * s, int *peer);
 
 /* Neighbour collectives: nsend pieces to dests[k] (sbytes[k] at soff[k]) and nrecv pieces from
  * srcs[k] (rbytes[k] at roff[k]); a negative peer (MPI_PROC_NULL) moves nothing. A peer may

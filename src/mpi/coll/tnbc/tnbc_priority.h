@@ -1,0 +1,88 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Access orders: the order in which an application first reads the receive sub-messages
+ * ("blocks") of a collective, per call site. A call site is one place in the application
+ * that calls one collective with one shape (communicator size, receive bytes, blocks); an
+ * iterative code meets the same sites again and again, so the order seen in earlier calls
+ * predicts the next one. Orders come from a profile (a trace run merged by maint/tnbc-profile)
+ * or are learnt online from the first touches the page guards record.
+ *
+ * Profile format (text, one site per two lines, '#' starts a comment):
+ *     site <collective> <comm size> <receive bytes> <blocks> <caller>
+ *     order <block> <block> ...
+ * caller is the call's return address as an offset in its executable or library (hex, 0x...);
+ * "*" matches any caller. order lists every block once, the one read first first.
+ *
+ * Pure C: no MPICH includes, unit-tested with Check. */
+
+#ifndef TNBC_PRIORITY_H_INCLUDED
+#define TNBC_PRIORITY_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MPIR_TNBC_ANY_CALLER UINT64_MAX
+
+typedef struct {
+    int coll;                   /* MPIR_Tnbc_coll_t */
+    int comm_size;
+    int nblocks;                /* receive sub-messages */
+    uint64_t recv_bytes;
+    uint64_t caller;            /* offset of the return address in its object */
+} MPIR_Tnbc_site_key_t;
+
+typedef struct {
+    MPIR_Tnbc_site_key_t key;
+    int *rank;                  /* rank[b]: position of block b, 0 = read first */
+    int known;                  /* an order was observed or loaded */
+    int from_profile;
+    unsigned long calls;        /* collectives seen at this site */
+    unsigned long observations; /* calls whose touches were recorded */
+    unsigned long changes;      /* observations that changed the order */
+} MPIR_Tnbc_site_t;
+
+typedef struct {
+    int n, cap;
+    MPIR_Tnbc_site_t **sites;
+} MPIR_Tnbc_sites_t;
+
+#define MPIR_TNBC_PRIORITY_OK          0
+#define MPIR_TNBC_PRIORITY_ERR_NOMEM  -1
+#define MPIR_TNBC_PRIORITY_ERR_SYNTAX -2
+
+void MPIR_Tnbc_sites_init(MPIR_Tnbc_sites_t * t);
+void MPIR_Tnbc_sites_free(MPIR_Tnbc_sites_t * t);
+
+/* The site of key: exact caller first, then a "*" site of the same shape. With create, a
+ * missing site is added (order: block order, not yet known). NULL: not found or no memory. */
+MPIR_Tnbc_site_t *MPIR_Tnbc_sites_get(MPIR_Tnbc_sites_t * t, const MPIR_Tnbc_site_key_t * key,
+                                      int create);
+
+/* One call's first touches: touch[b] is block b's position among the touches (1 = first),
+ * 0 when no touch was seen. complete: every block the application read reported its touch
+ * (a trace run); otherwise only blocks still missing when read did (page faults), and those
+ * are reordered among the positions they held, the others keep theirs. Returns 1 when the
+ * order changed. */
+int MPIR_Tnbc_site_observe(MPIR_Tnbc_site_t * s, const int *touch, int complete);
+
+/* Renumber positive touch orders as 1, 2, ... keeping their order (0 stays 0). */
+void MPIR_Tnbc_touch_ranks(int *touch, int n);
+
+/* blocks[i] = the block at position i (the inverse of rank). */
+void MPIR_Tnbc_site_order(const MPIR_Tnbc_site_t * s, int *blocks);
+
+/* Parse a whole profile. Returns OK, ERR_NOMEM, or ERR_SYNTAX with the 1-based line in
+ * *bad_line. Sites are added to t (from_profile, known). */
+int MPIR_Tnbc_profile_parse(const char *text, MPIR_Tnbc_sites_t * t, int *bad_line);
+
+/* Write the known sites of t as a profile into buf (at most len bytes, NUL-terminated);
+ * returns the length the whole text needs, like snprintf. */
+size_t MPIR_Tnbc_profile_format(const MPIR_Tnbc_sites_t * t, char *buf, size_t len);
+
+/* Collective names as in the profile: MPIR_Tnbc_coll_name's, or -1. */
+int MPIR_Tnbc_coll_of_name(const char *name);
+
+#endif /* TNBC_PRIORITY_H_INCLUDED */

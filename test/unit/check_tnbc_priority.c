@@ -1,0 +1,213 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Unit tests of the access orders (tnbc_priority.c): call-site lookup, learning from complete
+ * and partial observations, and the profile text round trip. */
+
+#include "tnbc_priority.h"
+#include "tnbc_policy.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NB 6
+
+static MPIR_Tnbc_site_key_t key_of(uint64_t caller)
+{
+    MPIR_Tnbc_site_key_t k = {.coll = MPIR_TNBC_COLL_ALLTOALL,.comm_size = 4,.nblocks = NB,
+        .recv_bytes = 1 << 20,.caller = caller
+    };
+    return k;
+}
+
+/* touch[] from a list of blocks in the order they were touched */
+static void touches(int *touch, const int *blocks, int m)
+{
+    memset(touch, 0, NB * sizeof(int));
+    for (int i = 0; i < m; i++)
+        touch[blocks[i]] = i + 1;
+}
+
+static void assert_order(const MPIR_Tnbc_site_t * s, const int *want)
+{
+    int got[NB];
+    MPIR_Tnbc_site_order(s, got);
+    for (int i = 0; i < NB; i++)
+        ck_assert_msg(got[i] == want[i], "position %d: block %d, want %d", i, got[i], want[i]);
+}
+
+START_TEST(sites_are_found_by_shape_and_caller)
+{
+    MPIR_Tnbc_sites_t t;
+    MPIR_Tnbc_sites_init(&t);
+    MPIR_Tnbc_site_key_t a = key_of(0x1000), b = key_of(0x2000);
+    ck_assert_ptr_null(MPIR_Tnbc_sites_get(&t, &a, 0));
+    MPIR_Tnbc_site_t *sa = MPIR_Tnbc_sites_get(&t, &a, 1);
+    ck_assert_ptr_nonnull(sa);
+    ck_assert_int_eq(sa->known, 0);
+    ck_assert_ptr_eq(MPIR_Tnbc_sites_get(&t, &a, 1), sa);
+    ck_assert_ptr_ne(MPIR_Tnbc_sites_get(&t, &b, 1), sa);
+    MPIR_Tnbc_site_key_t c = a;
+    c.recv_bytes *= 2;
+    ck_assert_ptr_null(MPIR_Tnbc_sites_get(&t, &c, 0));
+    /* a wildcard site matches any caller of its shape; an exact one wins */
+    MPIR_Tnbc_site_key_t w = c;
+    w.caller = MPIR_TNBC_ANY_CALLER;
+    MPIR_Tnbc_site_t *sw = MPIR_Tnbc_sites_get(&t, &w, 1);
+    ck_assert_ptr_eq(MPIR_Tnbc_sites_get(&t, &c, 1), sw);
+    MPIR_Tnbc_sites_free(&t);
+}
+END_TEST
+
+START_TEST(complete_observation_converges_and_readapts)
+{
+    MPIR_Tnbc_sites_t t;
+    MPIR_Tnbc_sites_init(&t);
+    MPIR_Tnbc_site_key_t k = key_of(0x10);
+    MPIR_Tnbc_site_t *s = MPIR_Tnbc_sites_get(&t, &k, 1);
+    int touch[NB];
+    const int fixed[NB] = { 3, 1, 5, 0, 2, 4 };
+    touches(touch, fixed, NB);
+    MPIR_Tnbc_site_observe(s, touch, 1);
+    assert_order(s, fixed);
+    /* the same order again changes nothing */
+    ck_assert_int_eq(MPIR_Tnbc_site_observe(s, touch, 1), 0);
+    ck_assert_int_eq(s->changes, 0);
+    /* a new order replaces it at once */
+    const int reversed[NB] = { 5, 4, 3, 2, 1, 0 };
+    touches(touch, reversed, NB);
+    ck_assert_int_eq(MPIR_Tnbc_site_observe(s, touch, 1), 1);
+    assert_order(s, reversed);
+    ck_assert_int_eq(s->changes, 1);
+    /* blocks never read keep their relative order, after the ones read */
+    const int some[2] = { 0, 1 };
+    touches(touch, some, 2);
+    MPIR_Tnbc_site_observe(s, touch, 1);
+    const int want[NB] = { 0, 1, 5, 4, 3, 2 };
+    assert_order(s, want);
+    MPIR_Tnbc_sites_free(&t);
+}
+END_TEST
+
+START_TEST(partial_observation_reorders_only_the_faulted_blocks)
+{
+    MPIR_Tnbc_sites_t t;
+    MPIR_Tnbc_sites_init(&t);
+    MPIR_Tnbc_site_key_t k = key_of(0x10);
+    MPIR_Tnbc_site_t *s = MPIR_Tnbc_sites_get(&t, &k, 1);
+    int touch[NB];
+    /* first call: everything faulted in the application's order 0..5 */
+    const int in_order[NB] = { 0, 1, 2, 3, 4, 5 };
+    touches(touch, in_order, NB);
+    MPIR_Tnbc_site_observe(s, touch, 0);
+    assert_order(s, in_order);
+    /* blocks 0-2 came in time; 5 and 3 faulted, 5 first: they swap their places */
+    const int late[2] = { 5, 3 };
+    touches(touch, late, 2);
+    ck_assert_int_eq(MPIR_Tnbc_site_observe(s, touch, 0), 1);
+    const int want[NB] = { 0, 1, 2, 5, 4, 3 };
+    assert_order(s, want);
+    /* faults consistent with the order change nothing (the wire is just slower) */
+    const int consistent[3] = { 5, 4, 3 };
+    touches(touch, consistent, 3);
+    ck_assert_int_eq(MPIR_Tnbc_site_observe(s, touch, 0), 0);
+    assert_order(s, want);
+    ck_assert_int_eq(s->observations, 3);
+    MPIR_Tnbc_sites_free(&t);
+}
+END_TEST
+
+START_TEST(profile_round_trip)
+{
+    MPIR_Tnbc_sites_t t, u;
+    MPIR_Tnbc_sites_init(&t);
+    MPIR_Tnbc_sites_init(&u);
+    MPIR_Tnbc_site_key_t k = key_of(0xabc), w = key_of(MPIR_TNBC_ANY_CALLER);
+    w.coll = MPIR_TNBC_COLL_ALLTOALLV;
+    int touch[NB];
+    const int o1[NB] = { 2, 0, 1, 5, 3, 4 }, o2[NB] = { 5, 4, 3, 2, 1, 0 };
+    touches(touch, o1, NB);
+    MPIR_Tnbc_site_observe(MPIR_Tnbc_sites_get(&t, &k, 1), touch, 1);
+    touches(touch, o2, NB);
+    MPIR_Tnbc_site_observe(MPIR_Tnbc_sites_get(&t, &w, 1), touch, 1);
+    MPIR_Tnbc_site_key_t unknown = key_of(0x999);
+    MPIR_Tnbc_sites_get(&t, &unknown, 1);       /* no order yet: not written */
+
+    size_t need = MPIR_Tnbc_profile_format(&t, NULL, 0);
+    char *text = malloc(need + 1);
+    ck_assert_uint_eq(MPIR_Tnbc_profile_format(&t, text, need + 1), need);
+    ck_assert_ptr_nonnull(strstr(text, "site alltoall 4 1048576 6 0xabc\norder 2 0 1 5 3 4\n"));
+    ck_assert_ptr_nonnull(strstr(text, "site alltoallv 4 1048576 6 *\norder 5 4 3 2 1 0\n"));
+
+    int bad = -1;
+    ck_assert_int_eq(MPIR_Tnbc_profile_parse(text, &u, &bad), MPIR_TNBC_PRIORITY_OK);
+    ck_assert_int_eq(u.n, 2);
+    MPIR_Tnbc_site_t *s = MPIR_Tnbc_sites_get(&u, &k, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(s->known && s->from_profile);
+    assert_order(s, o1);
+    MPIR_Tnbc_site_key_t any = w;
+    any.caller = 0x123;
+    assert_order(MPIR_Tnbc_sites_get(&u, &any, 0), o2);
+    free(text);
+    MPIR_Tnbc_sites_free(&t);
+    MPIR_Tnbc_sites_free(&u);
+}
+END_TEST
+
+static int parse_error_line(const char *text)
+{
+    MPIR_Tnbc_sites_t t;
+    int bad = -1;
+    MPIR_Tnbc_sites_init(&t);
+    int rc = MPIR_Tnbc_profile_parse(text, &t, &bad);
+    MPIR_Tnbc_sites_free(&t);
+    ck_assert_int_eq(rc, bad ? MPIR_TNBC_PRIORITY_ERR_SYNTAX : MPIR_TNBC_PRIORITY_OK);
+    return bad;
+}
+
+START_TEST(malformed_profiles_name_their_line)
+{
+    ck_assert_int_eq(parse_error_line(""), 0);
+    ck_assert_int_eq(parse_error_line("# nothing\n\n"), 0);
+    ck_assert_int_eq(parse_error_line("site alltoall 2 64 2 0x1\norder 1 0\n"), 0);
+    ck_assert_int_eq(parse_error_line("site alltoall 2 64 2 0x1 # c\n  order 1 0 # c\n"), 0);
+    ck_assert_int_eq(parse_error_line("site nosuch 2 64 2 0x1\norder 1 0\n"), 1);
+    ck_assert_int_eq(parse_error_line("\nsite alltoall 2 64 2 12\norder 1 0\n"), 2);
+    ck_assert_int_eq(parse_error_line("site alltoall 2 64 2 0x1\norder 1\n"), 2);
+    ck_assert_int_eq(parse_error_line("site alltoall 2 64 2 0x1\norder 1 1\n"), 2);
+    ck_assert_int_eq(parse_error_line("site alltoall 2 64 2 0x1\norder 0 1 2\n"), 2);
+    ck_assert_int_eq(parse_error_line("site alltoall 2 64 2 0x1\norder 0 x\n"), 2);
+    ck_assert_int_eq(parse_error_line("site alltoall 2 64 2 0x1\n"), 2);
+    ck_assert_int_eq(parse_error_line("site alltoall 2 64 2 0x1 extra\norder 1 0\n"), 1);
+    ck_assert_int_eq(parse_error_line("site alltoall 2 64 2 0x1\norder 1 0\n"
+                                      "site alltoall 2 64 2 0x1\norder 0 1\n"), 3);
+    ck_assert_int_eq(parse_error_line("site alltoall 2 64 0 0x1\norder\n"), 1);
+    ck_assert_int_eq(parse_error_line("order 1 0\n"), 1);
+}
+END_TEST
+
+static Suite *priority_suite(void)
+{
+    Suite *s = suite_create("tnbc_priority");
+    TCase *tc = tcase_create("orders");
+    tcase_add_test(tc, sites_are_found_by_shape_and_caller);
+    tcase_add_test(tc, complete_observation_converges_and_readapts);
+    tcase_add_test(tc, partial_observation_reorders_only_the_faulted_blocks);
+    tcase_add_test(tc, profile_round_trip);
+    tcase_add_test(tc, malformed_profiles_name_their_line);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(priority_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
