@@ -25,6 +25,8 @@ int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype)
 int MPIR_Tnbc_settle_all(void);
 int MPIR_Tnbc_settle_comm(MPIR_Comm * comm_ptr);
 int MPIR_Tnbc_finalize_drain(void);
+/* Collective over COMM_WORLD, once it exists: the node's segment for node arbitration. */
+int MPIR_Tnbc_node_init(void);
 
 #define MPIR_TNBC_SETTLE_BUF(buf_, count_, datatype_)                           \
     do {                                                                        \

@@ -339,6 +339,8 @@ START_TEST(receive_bodies_follow_the_access_order)
         MPIR_Tnbc_entry_t *e = &s.entries[s.order[j]];
         if (e->kind == MPIR_TNBC_COPY)
             continue;
+        /* bodies are what node arbitration may hold back: never an edge */
+        ck_assert_int_eq(MPIR_Tnbc_entry_is_body(&s, e), e->len != E);
         if (e->len == E) {
             ck_assert_msg(!seen_body, "edge after a body");
             continue;

@@ -16,6 +16,7 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_gather.c \
     src/mpi/coll/tnbc/tnbc_init.c \
     src/mpi/coll/tnbc/tnbc_neighbor.c \
+    src/mpi/coll/tnbc/tnbc_node.c \
     src/mpi/coll/tnbc/tnbc_op.c \
     src/mpi/coll/tnbc/tnbc_policy.c \
     src/mpi/coll/tnbc/tnbc_priority.c \

@@ -161,7 +161,8 @@ static const int *access_order(MPII_Tnbc_start_t * args, const MPII_Tnbc_nbrs_t 
     *site = MPII_Tnbc_access_site(args->coll, nr, nr, total);
     args->trace = *site && MPII_Tnbc_access_tracing();
     args->site = args->trace ? NULL : *site;
-    return MPII_Tnbc_access_order(*site);
+    args->access_pos = MPII_Tnbc_access_order(*site);
+    return args->access_pos;
 }
 
 /* Trace run: the data is in place; guard it to see the application's first touches. */

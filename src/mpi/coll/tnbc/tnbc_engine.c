@@ -103,6 +103,8 @@ static struct {
     int wake_fd;                /* our eventfd */
     int net_fd;                 /* the network's event descriptor, or -1: poll */
     int helper_asleep;          /* the helper sleeps (or is about to) on the descriptors */
+    int held;                   /* an operation held bodies back for a node peer: no event
+                                 * tells us when its turn comes, so the helper keeps a timer */
 } engine = {.wake_fd = -1,.net_fd = -1 };
 
 /* The helper never frees memory the application's threads allocated: free() would take the
@@ -232,12 +234,14 @@ static int poll_all(int *made_progress)
     MPII_Tnbc_op_t *op = engine.head, *next;
 
     *made_progress = 0;
+    engine.held = 0;
     if (!on_helper)
         free_retired();
     for (; op; op = next) {
         int made = 0;
         next = *MPII_Tnbc_op_link(op);
         MPII_Tnbc_op_poll(op, &made);
+        engine.held |= MPII_Tnbc_op_held(op);
         if (made) {
             *made_progress = 1;
             engine.events++;
@@ -382,7 +386,7 @@ static void *helper_main(void *arg)
          * rounds find nothing at all, so idle waits end up sleeping on events alone. */
         if (made)
             net_limit_ns = MPII_TNBC_NET_TIMER_NS;
-        else if (net_events || !timed_out)
+        else if (net_events || !timed_out || engine.held)
             net_limit_ns = MPL_MIN(net_limit_ns * 2, max_ns);
         else
             net_limit_ns = MPL_MIN(net_limit_ns * 2, MPII_TNBC_SLEEP_LIMIT_NS);
@@ -644,6 +648,7 @@ int MPIR_Tnbc_finalize_drain(void)
         pthread_join(engine.thread, NULL);
         MPIR_Progress_hook_deregister(engine.hook_id);
     }
+    MPII_Tnbc_node_finalize();
     /* MPI_Finalize holds no lock, and the device still runs threaded here; freeing an operation
      * may free its communicator (attribute callbacks expect the lock) */
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);

@@ -61,6 +61,9 @@ typedef struct {
     MPI_Op reduce_op;
     int trace;                  /* a trace run: complete in the call (tnbc_access.c) */
     MPIR_Tnbc_site_t *site;     /* learn this site's access order from the faults (or NULL) */
+    const int *access_pos;      /* pairwise layout: position of source rank p's block in the
+                                 * access order, here and (we assume) at every receiver, for
+                                 * node arbitration (tnbc_node.c); NULL: unknown */
 } MPII_Tnbc_start_t;
 
 typedef struct MPII_Tnbc_op MPII_Tnbc_op_t;
@@ -86,6 +89,8 @@ void MPII_Tnbc_op_info(const MPII_Tnbc_op_t * op, MPII_Tnbc_op_info_t * info);
 MPII_Tnbc_op_t **MPII_Tnbc_op_link(MPII_Tnbc_op_t * op);
 /* The schedule of an operation the caller got back from MPII_Tnbc_launch. */
 const MPIR_Tnbc_sched_t *MPII_Tnbc_op_sched(const MPII_Tnbc_op_t * op);
+/* The operation held bodies back in its last poll (node arbitration or its window). */
+int MPII_Tnbc_op_held(const MPII_Tnbc_op_t * op);
 /* The temporary receive space of a call that waited with recv_packed (the caller unpacks). */
 void *MPII_Tnbc_op_packed_recv(const MPII_Tnbc_op_t * op);
 
@@ -160,6 +165,33 @@ static inline int MPII_Tnbc_layout_alloc(MPII_Tnbc_layout_t * l, int n)
     return MPI_SUCCESS;
 }
 
+/* ---- node arbitration (tnbc_node.c): the processes of a node take turns on its link ---- */
+
+/* One operation's turn; the operation counts its remote bodies in flight against window. */
+typedef struct {
+    int active;                 /* our slot names this operation */
+    uint64_t claim;
+    size_t unsent;              /* bytes of remote bodies not completed */
+    size_t window, in_flight;
+    int peer;                   /* the peer we hold for, its progress and when it last moved */
+    uint64_t peer_done, peer_seen_ns;
+    uint64_t held_since_ns, last_held_ns;
+    int gave_up;                /* that peer stalled: send anyway */
+} MPII_Tnbc_turn_t;
+
+void MPII_Tnbc_node_finalize(void);
+int MPII_Tnbc_node_available(void);     /* the node's segment exists */
+/* Is rank of comm on another node (its messages use the node's link)? */
+int MPII_Tnbc_node_peer_is_remote(MPIR_Comm * comm, int rank);
+/* Take part in arbitration for an operation (tag) with remote_bytes of remote bodies, at
+ * position pos; returns 0 when it does not apply (no segment, nothing remote, our slot busy). */
+int MPII_Tnbc_node_join(MPII_Tnbc_turn_t * turn, MPIR_Comm * comm, int tag, int pos,
+                        size_t remote_bytes);
+void MPII_Tnbc_node_sent(MPII_Tnbc_turn_t * turn, size_t bytes);   /* bodies completed */
+void MPII_Tnbc_node_leave(MPII_Tnbc_turn_t * turn);
+/* 1 while a more urgent node peer of the same operation still sends (bounded: see the CVAR) */
+int MPII_Tnbc_node_must_hold(MPII_Tnbc_turn_t * turn);
+
 /* ---- engine (tnbc_engine.c): operations in flight, the helper thread, launch ---- */
 
 /* Start an operation and return early when it may; otherwise wait for it here. On return,
@@ -218,6 +250,8 @@ void MPII_Tnbc_stats_helper_sleep(uint64_t ns, int timed_out);
 void MPII_Tnbc_stats_helper_system(uint64_t system_ns);
 void MPII_Tnbc_stats_app_sleep(uint64_t ns);    /* an MPI call slept while it waited for T-NBC */
 int MPII_Tnbc_stats_reduce_and_print(void);
+/* an operation's turn ended: how long it held its bodies back, and whether it gave up */
+void MPII_Tnbc_stats_node_turn(uint64_t held_ns, int held, int gave_up);
 void MPII_Tnbc_pvars_register(void);
 
 #endif /* TNBC_IMPL_H_INCLUDED */

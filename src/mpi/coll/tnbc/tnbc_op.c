@@ -75,6 +75,10 @@ struct MPII_Tnbc_op {
     int error;                  /* an MPI error code seen after the call returned */
     uint64_t t_start_ns;
     MPIR_Tnbc_site_t *site;     /* learns from our faults when we are freed */
+
+    MPII_Tnbc_turn_t turn;      /* node arbitration of the remote bodies */
+    unsigned char *remote;      /* per entry: a body that takes turns, or NULL: none does */
+    int held;                   /* the last poll held a remote body back */
 };
 
 enum { MPII_TNBC_ENTRY_IDLE, MPII_TNBC_ENTRY_POSTED, MPII_TNBC_ENTRY_DONE };
@@ -199,11 +203,47 @@ static int setup_send(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int early)
     return MPI_SUCCESS;
 }
 
+/* Remote bodies take turns with the node's other processes when our position is known. */
+static void setup_turn(MPII_Tnbc_op_t * op, int pos)
+{
+    MPIR_Tnbc_sched_t *s = &op->sched;
+    size_t bytes = 0;
+
+    if (pos < 0 || !MPII_Tnbc_node_available())
+        return;
+    op->remote = MPL_calloc(s->n + 1, 1, MPL_MEM_COLL);
+    if (!op->remote)
+        return; /* no memory: the bodies go at once, as without arbitration */
+    for (int i = 0; i < s->n; i++) {
+        const MPIR_Tnbc_entry_t *e = &s->entries[i];
+        if (e->kind == MPIR_TNBC_SEND && MPIR_Tnbc_entry_is_body(s, e) &&
+            MPII_Tnbc_node_peer_is_remote(op->comm, e->peer)) {
+            op->remote[i] = 1;
+            bytes += e->len;
+        }
+    }
+    if (!MPII_Tnbc_node_join(&op->turn, op->comm, op->tag, pos, bytes)) {
+        MPL_free(op->remote);
+        op->remote = NULL;
+    }
+}
+
+/* A remote body waits for its turn: a more urgent node peer still sends (*peer_first, looked
+ * up once per poll), or our window is full. */
+static int waits_for_turn(MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e, int *peer_first)
+{
+    if (*peer_first < 0)
+        *peer_first = MPII_Tnbc_node_must_hold(&op->turn);
+    return *peer_first || (op->turn.in_flight > 0 && op->turn.in_flight + e->len >
+                           op->turn.window);
+}
+
 /* After an error: entries that were never posted never will be. Give them up, so that waiting
  * for the operation ends once the posted ones are done. Their sub-messages do not complete (no
  * data lands); freeing the operation lifts their guards, and the error stays recorded. */
 static void abandon_unposted(MPII_Tnbc_op_t * op)
 {
+    MPII_Tnbc_node_leave(&op->turn);
     if (!op->state) {
         op->ndone = op->sched.n;
         return;
@@ -261,6 +301,7 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
         MPIR_ERR_CHKANDJUMP(!op->send_src || !op->send_left, mpi_errno, MPI_ERR_OTHER, "**nomem");
         op->outcome = MPIR_TNBC_SYNC_NOMEM;
     }
+    setup_turn(op, args->access_pos ? args->access_pos[op->comm->rank] : -1);
 
     int made;
     mpi_errno = MPII_Tnbc_op_poll(op, &made);
@@ -329,6 +370,10 @@ static void entry_done(MPII_Tnbc_op_t * op, int i)
     MPIR_Tnbc_entry_t *e = &op->sched.entries[i];
     op->state[i] = MPII_TNBC_ENTRY_DONE;
     op->ndone++;
+    if (op->remote && op->remote[i]) {
+        op->turn.in_flight -= e->len;
+        MPII_Tnbc_node_sent(&op->turn, e->len);
+    }
     if (MPIR_Tnbc_entry_fills_recv(e))
         recv_sub_done(op, e->sub);
     else
@@ -339,8 +384,10 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_sched_t *s = &op->sched;
+    int peer_first = -1;
 
     *made_progress = 0;
+    op->held = 0;
     for (int j = 0; j < s->n; j++) {
         int i = s->order[j];
         MPIR_Tnbc_entry_t *e = &s->entries[i];
@@ -349,9 +396,15 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
                 (e->after2 >= 0 && op->state[e->after2] != MPII_TNBC_ENTRY_DONE) ||
                 (e->prev_peer >= 0 && op->state[e->prev_peer] == MPII_TNBC_ENTRY_IDLE))
                 continue;
+            if (op->remote && op->remote[i] && waits_for_turn(op, e, &peer_first)) {
+                op->held = 1;
+                continue;
+            }
             mpi_errno = post_entry(op, i);
             MPIR_ERR_CHECK(mpi_errno);
             *made_progress = 1;
+            if (op->remote && op->remote[i])
+                op->turn.in_flight += e->len;
             if (e->kind == MPIR_TNBC_COPY || e->kind == MPIR_TNBC_REDUCE) {
                 entry_done(op, i);
                 continue;
@@ -423,6 +476,8 @@ static void learn_from_faults(MPII_Tnbc_op_t * op)
 
 int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
 {
+    MPII_Tnbc_node_leave(&op->turn);
+    MPL_free(op->remote);
     if (op->recv_region && op->site)
         learn_from_faults(op);
     if (op->recv_region)
@@ -464,6 +519,11 @@ MPII_Tnbc_op_t **MPII_Tnbc_op_link(MPII_Tnbc_op_t * op)
 const MPIR_Tnbc_sched_t *MPII_Tnbc_op_sched(const MPII_Tnbc_op_t * op)
 {
     return &op->sched;
+}
+
+int MPII_Tnbc_op_held(const MPII_Tnbc_op_t * op)
+{
+    return op->held;
 }
 
 void *MPII_Tnbc_op_packed_recv(const MPII_Tnbc_op_t * op)

@@ -202,6 +202,7 @@ int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
                 return rc;
         }
     }
+    s->body_prio = size;
     /* the self copy reads the send space too */
     if (sbytes[rank] > 0 && soff[rank] + sbytes[rank] > s->send_bytes)
         s->send_bytes = soff[rank] + sbytes[rank];

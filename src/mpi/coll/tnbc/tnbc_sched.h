@@ -89,6 +89,8 @@ typedef struct {
     size_t send_bytes;          /* extent of the send space */
     size_t work_bytes;          /* extent of the work space */
     size_t elem;                /* REDUCE: bytes per element (lengths are multiples) */
+    int body_prio;              /* entries of this priority or more are bodies, which no process
+                                 * waits for before its call returns (0: none are) */
 } MPIR_Tnbc_sched_t;
 
 void MPIR_Tnbc_sched_init(MPIR_Tnbc_sched_t * s);
@@ -108,6 +110,12 @@ int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
                                       const size_t * sbytes, const size_t * soff,
                                       const size_t * rbytes, const size_t * roff,
                                       const int *recv_pos);
+
+/* The entry is a body: no process waits for it before returning, so it may be held back. */
+static inline int MPIR_Tnbc_entry_is_body(const MPIR_Tnbc_sched_t * s, const MPIR_Tnbc_entry_t * e)
+{
+    return s->body_prio > 0 && e->prio >= s->body_prio;
+}
 
 /* peer[k] = the rank receive sub-message k comes from (a self copy: that rank), or -1. */
 void MPIR_Tnbc_sched_recv_sub_peers(const MPIR_Tnbc_sched_t * s, int *peer);

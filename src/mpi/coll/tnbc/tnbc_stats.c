@@ -49,6 +49,7 @@ typedef struct {
     uint64_t helper_cpu_ns[MPII_TNBC_HELPER_CPU_COUNT], helper_system_ns;
     uint64_t helper_rounds, helper_sleeps, helper_sleep_ns, helper_timeouts, helper_rescues;
     uint64_t app_sleeps, app_sleep_ns;
+    uint64_t node_turns, node_holds, node_hold_ns, node_gave_up;
     uint64_t faults, stall_ns, mprotect_calls, guard_refusals, pages_dropped, staging_reused;
     uint64_t release_hist[MPIR_PAGEGUARD_LATENCY_BUCKETS];
 } MPII_Tnbc_counters_t;
@@ -127,6 +128,14 @@ void MPII_Tnbc_stats_app_sleep(uint64_t ns)
     MPII_ADD(st.app_sleep_ns, ns);
 }
 
+void MPII_Tnbc_stats_node_turn(uint64_t held_ns, int held, int gave_up)
+{
+    MPII_ADD(st.node_turns, 1);
+    MPII_ADD(st.node_holds, held != 0);
+    MPII_ADD(st.node_hold_ns, held_ns);
+    MPII_ADD(st.node_gave_up, gave_up != 0);
+}
+
 void MPII_Tnbc_stats_helper_system(uint64_t system_ns)
 {
     __atomic_store_n(&st.helper_system_ns, system_ns, __ATOMIC_RELAXED);
@@ -173,6 +182,11 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
     if (s->app_sleeps)
         fprintf(stderr, "[tnbc %s] waits inside MPI calls slept on the network %" PRIu64
                 " times, %.3f ms\n", who, s->app_sleeps, s->app_sleep_ns / 1e6);
+    if (s->node_turns)
+        fprintf(stderr, "[tnbc %s] node arbitration: %" PRIu64 " operations took turns, %"
+                PRIu64 " held their bodies for a more urgent node peer (%.3f ms), %" PRIu64
+                " stopped holding for a peer that made no progress\n", who, s->node_turns,
+                s->node_holds, s->node_hold_ns / 1e6, s->node_gave_up);
     if (s->ops_done || s->faults || s->helper_rounds) {
         double life_ms = s->lifetime_ns / 1e6, cpu_ms[MPII_TNBC_HELPER_CPU_COUNT], total = 0;
         for (int k = 0; k < MPII_TNBC_HELPER_CPU_COUNT; k++)
@@ -317,6 +331,10 @@ void MPII_Tnbc_pvars_register(void)
     pvar("tnbc_faults", MPII_PG(MPII_PG_FAULTS), get_pageguard, "faults on pages guarded by T-NBC");
     pvar("tnbc_stall_ns", MPII_PG(MPII_PG_STALL_NS), get_pageguard,
          "nanoseconds threads waited in the page-guard fault handler");
+    pvar("tnbc_node_turns", MPII_COUNTER(node_turns), get_helper,
+         "operations whose remote bodies took turns with the node's other processes");
+    pvar("tnbc_node_holds", MPII_COUNTER(node_holds), get_helper,
+         "operations that held their bodies back for a more urgent node peer");
     pvar("tnbc_helper_rounds", MPII_COUNTER(helper_rounds), get_helper,
          "progress rounds of the T-NBC helper thread");
     pvar("tnbc_helper_wakeups", MPII_COUNTER(helper_sleeps), get_helper,

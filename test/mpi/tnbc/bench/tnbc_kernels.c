@@ -1,0 +1,303 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Application kernels that read what a collective delivered right away (maint/bench-kernels).
+ *
+ *   tnbc_kernels ft  BYTES ITERS        FT-like: Alltoall of BYTES per pair (complex doubles),
+ *                                       then the transpose copy, block by block in source
+ *                                       order, then radix-2 FFTs over the transposed rows
+ *   tnbc_kernels is  BYTES ITERS        IS-like: bucket sizes by Alltoall, the keys (about
+ *                                       BYTES per pair) by Alltoallv, one counting pass
+ *   tnbc_kernels crc BYTES ITERS NS     Alltoall, then a checksum of every block in source
+ *                                       order costing NS nanoseconds per KiB (scenario c,
+ *                                       with the read rate set by the caller)
+ *
+ * Nothing is added per block to flatter overlap: the transpose and the counting pass are what
+ * the codes do. Per iteration (a barrier first), rank 0 prints the maximum over ranks of:
+ * the whole iteration, the time the application could not work on its own data (inside the
+ * collectives plus waiting in T-NBC's fault handler, from the pvar tnbc_stall_ns when the
+ * library has it) and the stall alone. Data are checked once at the end of every iteration. */
+
+#include <mpi.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static MPI_T_pvar_session session;
+static MPI_T_pvar_handle stall_handle;
+static int have_stall;
+
+static void stall_init(void)
+{
+    int n, provided;
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_pvar_session_create(&session);
+    MPI_T_pvar_get_num(&n);
+    for (int i = 0; i < n; i++) {
+        char name[128], desc[256];
+        int nlen = sizeof(name), dlen = sizeof(desc), verb, cls, bind, ro, cont, atomic, count;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &en, desc, &dlen, &bind, &ro,
+                            &cont, &atomic);
+        if (!strcmp(name, "tnbc_stall_ns")) {
+            MPI_T_pvar_handle_alloc(session, i, NULL, &stall_handle, &count);
+            have_stall = 1;
+        }
+    }
+}
+
+static double stall_s(void)
+{
+    unsigned long long v = 0;
+    if (have_stall)
+        MPI_T_pvar_read(session, stall_handle, &v);
+    return v * 1e-9;
+}
+
+/* ---- FT-like ---- */
+
+typedef struct {
+    double re, im;
+} cplx;
+
+static void fft(cplx * a, int n)
+{
+    for (int i = 1, j = 0; i < n; i++) {
+        int bit = n >> 1;
+        for (; j & bit; bit >>= 1)
+            j ^= bit;
+        j ^= bit;
+        if (i < j) {
+            cplx t = a[i];
+            a[i] = a[j];
+            a[j] = t;
+        }
+    }
+    for (int len = 2; len <= n; len <<= 1) {
+        double ang = -2 * M_PI / len;
+        cplx w = { cos(ang), sin(ang) };
+        for (int i = 0; i < n; i += len) {
+            cplx u = { 1, 0 };
+            for (int k = 0; k < len / 2; k++) {
+                cplx x = a[i + k], y = a[i + k + len / 2];
+                cplx t = { y.re * u.re - y.im * u.im, y.re * u.im + y.im * u.re };
+                a[i + k] = (cplx) { x.re + t.re, x.im + t.im };
+                a[i + k + len / 2] = (cplx) { x.re - t.re, x.im - t.im };
+                u = (cplx) { u.re * w.re - u.im * w.im, u.re * w.im + u.im * w.re };
+            }
+        }
+    }
+}
+
+/* A block from source s holds rows x cols of the source's slab; after the transpose this rank
+ * holds, for each of its cols, a row of length size * rows (s's rows at s * rows). */
+static double ft_iteration(int rank, int size, int iter, size_t bytes, cplx * sbuf, cplx * rbuf,
+                           cplx * t, int rows, int cols, double *wait, int *errs)
+{
+    size_t per = bytes / sizeof(cplx);
+    int n = size * rows;
+    for (int d = 0; d < size; d++)
+        for (size_t i = 0; i < per; i++)
+            sbuf[d * per + i] = (cplx) { rank + iter * 0.5, d + i * 1e-6 };
+    double t0 = now();
+    MPI_Alltoall(sbuf, (int) bytes, MPI_BYTE, rbuf, (int) bytes, MPI_BYTE, MPI_COMM_WORLD);
+    *wait = now() - t0;
+    for (int s = 0; s < size; s++) {
+        const cplx *b = rbuf + s * per;
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++)
+                t[(size_t) c * n + s * rows + r] = b[(size_t) r * cols + c];
+    }
+    for (int s = 0; s < size; s++)
+        if (t[s * rows].re != s + iter * 0.5 || t[s * rows].im != rank) {
+            (*errs)++;
+            break;
+        }
+    for (int c = 0; c < cols; c++)
+        fft(t + (size_t) c * n, n);
+    return now() - t0;
+}
+
+/* ---- IS-like ---- */
+
+static uint32_t rng(uint64_t * s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t) (*s >> 33);
+}
+
+static double is_iteration(int rank, int size, int iter, size_t bytes, uint32_t * keys,
+                           size_t nkeys, uint32_t * recv, size_t recv_cap, uint32_t * hist,
+                           double *wait, int *errs)
+{
+    const uint32_t range = 1u << 24;
+    int *scount = calloc(size, sizeof(int)), *rcount = calloc(size, sizeof(int));
+    int *sdisp = calloc(size, sizeof(int)), *rdisp = calloc(size, sizeof(int));
+    uint64_t seed = (uint64_t) rank * 977 + iter;
+    /* NPB IS draws keys as the mean of four uniforms: buckets of unequal size */
+    for (size_t i = 0; i < nkeys; i++) {
+        uint64_t k = 0;
+        for (int j = 0; j < 4; j++)
+            k += rng(&seed) % range;
+        keys[i] = (uint32_t) (k / 4);
+    }
+    /* bucket by destination (key range split evenly), counting sort into the send buffer */
+    uint32_t *sorted = malloc(nkeys * sizeof(uint32_t));
+    for (size_t i = 0; i < nkeys; i++)
+        scount[(uint64_t) keys[i] * size / range]++;
+    for (int d = 1; d < size; d++)
+        sdisp[d] = sdisp[d - 1] + scount[d - 1];
+    int *fill = calloc(size, sizeof(int));
+    for (size_t i = 0; i < nkeys; i++) {
+        int d = (int) ((uint64_t) keys[i] * size / range);
+        sorted[sdisp[d] + fill[d]++] = keys[i];
+    }
+    double t0 = now();
+    MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, MPI_COMM_WORLD);
+    size_t total = 0;
+    for (int s = 0; s < size; s++) {
+        rdisp[s] = (int) total;
+        total += rcount[s];
+    }
+    if (total > recv_cap) {
+        fprintf(stderr, "IS: %zu keys do not fit\n", total);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Alltoallv(sorted, scount, sdisp, MPI_UINT32_T, recv, rcount, rdisp, MPI_UINT32_T,
+                  MPI_COMM_WORLD);
+    *wait = now() - t0;
+    /* one counting pass over the keys, in the order they sit in the buffer */
+    uint32_t lo = (uint32_t) ((uint64_t) range * rank / size);
+    uint32_t width = (uint32_t) ((uint64_t) range * (rank + 1) / size) - lo;
+    memset(hist, 0, (size_t) width * sizeof(uint32_t));
+    size_t bad = 0;
+    for (size_t i = 0; i < total; i++) {
+        uint32_t k = recv[i] - lo;
+        if (k < width)
+            hist[k]++;
+        else
+            bad++;
+    }
+    double t = now() - t0;
+    if (bad)
+        (*errs)++;
+    (void) bytes;
+    free(sorted);
+    free(fill);
+    free(scount);
+    free(rcount);
+    free(sdisp);
+    free(rdisp);
+    return t;
+}
+
+/* ---- scenario c: a checksum pass at a set rate ---- */
+
+static volatile uint64_t sink;
+
+static double crc_iteration(int rank, int size, int iter, size_t bytes, uint64_t * sbuf,
+                            uint64_t * rbuf, double ns_per_kib, double *wait, int *errs)
+{
+    size_t per = bytes / sizeof(uint64_t);
+    for (int d = 0; d < size; d++)
+        for (size_t i = 0; i < per; i++)
+            sbuf[d * per + i] = ((uint64_t) rank << 40) ^ ((uint64_t) d << 20) ^ i ^ iter;
+    double t0 = now();
+    MPI_Alltoall(sbuf, (int) bytes, MPI_BYTE, rbuf, (int) bytes, MPI_BYTE, MPI_COMM_WORLD);
+    *wait = now() - t0;
+    double per_block = ns_per_kib * 1e-9 * bytes / 1024;
+    uint64_t sum = 0;
+    for (int s = 0; s < size; s++) {
+        const uint64_t *b = rbuf + s * per;
+        double start = now();
+        for (size_t i = 0; i < per; i++)
+            sum = sum * 31 + b[i];
+        if (b[0] != (((uint64_t) s << 40) ^ ((uint64_t) rank << 20) ^ (uint64_t) iter))
+            (*errs)++;
+        while (now() - start < per_block)       /* the rest of the block's work */
+            sum += sum >> 7;
+    }
+    sink += sum;
+    return now() - t0;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, errs = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc < 4 || (strcmp(argv[1], "ft") && strcmp(argv[1], "is") && strcmp(argv[1], "crc")) ||
+        (!strcmp(argv[1], "crc") && argc < 5)) {
+        if (rank == 0)
+            fprintf(stderr, "usage: tnbc_kernels ft|is|crc BYTES ITERS [NS_PER_KIB]\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const char *kernel = argv[1];
+    size_t bytes = strtoull(argv[2], NULL, 10);
+    int iters = atoi(argv[3]);
+    double ns_per_kib = argc > 4 ? atof(argv[4]) : 0;
+    stall_init();
+
+    /* FT: rows x cols complex doubles per block, the transposed rows a power of two long */
+    int rows = 1, cols;
+    while ((size_t) rows * rows * 2 * sizeof(cplx) <= bytes)
+        rows *= 2;
+    cols = (int) (bytes / sizeof(cplx) / rows);
+    int n = size * rows;
+    if (!strcmp(kernel, "ft") && (n & (n - 1))) {
+        if (rank == 0)
+            fprintf(stderr, "ft: the number of ranks must be a power of two\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    bytes = !strcmp(kernel, "ft") ? (size_t) rows * cols * sizeof(cplx) : bytes / 64 * 64;
+
+    void *sbuf = NULL, *rbuf = NULL, *tbuf = NULL, *hist = NULL;
+    size_t nkeys = bytes / sizeof(uint32_t) * size, recv_cap = 2 * nkeys + 1024;
+    posix_memalign(&sbuf, 4096, bytes * size + 4096);
+    posix_memalign(&rbuf, 4096, (!strcmp(kernel, "is") ? recv_cap * 4 : bytes * size) + 4096);
+    posix_memalign(&tbuf, 4096, bytes * size + 4096);
+    hist = malloc((1u << 24) / size * sizeof(uint32_t) + 64);
+    if (rank == 0)
+        printf("# tnbc_kernels kernel=%s ranks=%d bytes_per_pair=%zu iters=%d ns_per_kib=%.1f "
+               "stall_pvar=%d\n", kernel, size, bytes, iters, ns_per_kib, have_stall);
+
+    for (int it = -1; it < iters; it++) {
+        double wait = 0, total;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double s0 = stall_s();
+        if (!strcmp(kernel, "ft"))
+            total = ft_iteration(rank, size, it, bytes, sbuf, rbuf, tbuf, rows, cols, &wait,
+                                 &errs);
+        else if (!strcmp(kernel, "is"))
+            total = is_iteration(rank, size, it, bytes, sbuf, nkeys, rbuf, recv_cap, hist,
+                                 &wait, &errs);
+        else
+            total = crc_iteration(rank, size, it, bytes, sbuf, rbuf, ns_per_kib, &wait, &errs);
+        double v[3] = { total, wait + (stall_s() - s0), stall_s() - s0 }, m[3];
+        MPI_Reduce(v, m, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank == 0 && it >= 0)
+            printf("iter=%d total_ms=%.3f wait_ms=%.3f stall_ms=%.3f\n", it, m[0] * 1e3,
+                   m[1] * 1e3, m[2] * 1e3);
+    }
+    int all;
+    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("errors=%d\n", all);
+    MPI_T_finalize();
+    MPI_Finalize();
+    return 0;
+}
