@@ -57,9 +57,10 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        Post the sub-messages of a collective in the order the application reads them (from
-        MPIR_CVAR_TNBC_PROFILE or learnt from earlier calls of the same call site). Off: ring
-        order, first in first out.
+        Use the order in which the application reads a collective's blocks (from
+        MPIR_CVAR_TNBC_PROFILE or learnt from earlier calls of the same call site) for node
+        arbitration, and with MPIR_CVAR_TNBC_RECV_ORDER for receive posting. Off: ring order,
+        first in first out.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
