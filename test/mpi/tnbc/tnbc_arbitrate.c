@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "tnbc_test_pvar.h"
+#include "tnbc_test_profile.h"
 
 #define BLOCK (256 * 1024)      /* bytes per pair */
 #define CALLS 8
@@ -24,22 +25,6 @@
 #define MAX_SIZE 16
 
 static int errs;
-
-static void write_profile(const char *path, int reverse)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    for (int n = 1; n <= MAX_SIZE; n++) {
-        fprintf(f, "site alltoall %d %d %d *\norder", n, n * BLOCK, n);
-        for (int b = 0; b < n; b++)
-            fprintf(f, " %d", reverse ? n - 1 - b : b);
-        fprintf(f, "\n");
-    }
-    fclose(f);
-}
 
 static unsigned value(int from, int to, int call, size_t i)
 {
@@ -71,7 +56,7 @@ int main(int argc, char **argv)
     int world_rank = atoi(getenv("PMI_RANK") ? getenv("PMI_RANK") : "0");
 
     snprintf(profile, sizeof(profile), "tnbc_arbitrate_profile.%d", (int) getpid());
-    write_profile(profile, mixed && world_rank % 2);
+    tnbc_write_profile(profile, BLOCK, MAX_SIZE, mixed && world_rank % 2, NULL);
     setenv("MPIR_CVAR_TNBC_PROFILE", profile, 1);
 
     MPI_Init(&argc, &argv);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "tnbc_test_profile.h"
 
 #define BLOCK (64 * 1024)       /* bytes per pair: whole pages */
 #define CALLS 4
@@ -23,25 +24,6 @@
 #define MAX_SIZE 16
 
 static int errs;
-
-static void write_profile(const char *path, int bad)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    fprintf(f, "# reverse source order for every communicator size up to %d\n", MAX_SIZE);
-    for (int n = 1; n <= MAX_SIZE; n++) {
-        fprintf(f, "site alltoall %d %d %d *\norder", n, n * BLOCK, n);
-        for (int b = n - 1; b >= 0; b--)
-            fprintf(f, " %d", b);
-        fprintf(f, "\n");
-    }
-    if (bad)
-        fprintf(f, "site alltoall 2 64 2 0x1\norder 0 0\n");
-    fclose(f);
-}
 
 /* After MPI_Finalize: the trace lists CALLS calls, each with the blocks read in reverse. */
 static void check_trace(int rank, int size)
@@ -94,7 +76,8 @@ int main(int argc, char **argv)
 
     if (!strcmp(mode, "profile") || !strcmp(mode, "badprofile")) {
         snprintf(profile, sizeof(profile), "tnbc_order_profile.%d", (int) getpid());
-        write_profile(profile, !strcmp(mode, "badprofile"));
+        tnbc_write_profile(profile, BLOCK, MAX_SIZE, 1, !strcmp(mode, "badprofile") ?
+                           "site alltoall 2 64 2 0x1\norder 0 0\n" : NULL);
         setenv("MPIR_CVAR_TNBC_PROFILE", profile, 1);
     }
     char errlog[64];
