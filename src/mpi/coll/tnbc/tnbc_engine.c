@@ -292,7 +292,8 @@ typedef enum {
 
 /* One progress round under the global lock. The data-event time tells the page guards when
  * the network signalled the data this round may complete (release latency). */
-static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made, int *net_events_out)
+static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made, int *net_events_out,
+                                       int *held_out)
 {
     MPII_helper_next_t next;
 
@@ -320,6 +321,7 @@ static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made, int *n
         next = MPII_HELPER_BACKOFF;
     else
         next = MPIDI_NM_tnbc_arm(net_events == 0) ? MPII_HELPER_SLEEP_NET : MPII_HELPER_AGAIN;
+    *held_out = engine.held;
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     *net_events_out = net_events;
     return next;
@@ -375,10 +377,11 @@ static void *helper_main(void *arg)
     /* short sleeps must stay short: the default 50 us timer slack would dominate them */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     while (!__atomic_load_n(&engine.stop, __ATOMIC_SEQ_CST)) {
-        int made, net_events;
+        int made, net_events, held;
         int app_waited = MPIR_Pageguard_waiting() > 0;
         MPII_helper_next_t next = helper_round(data_event_ns ? data_event_ns :
-                                               MPII_Tnbc_now_ns(), &made, &net_events);
+                                               MPII_Tnbc_now_ns(), &made, &net_events,
+                                               &held);
         /* UCX's descriptor does not signal everything (a TCP socket that stays writable while
          * a send is pending raises no new event after an arm), so a timer wakes us too. Like
          * the polling helper's sleep it restarts when a sub-message completes and doubles up
@@ -386,7 +389,7 @@ static void *helper_main(void *arg)
          * rounds find nothing at all, so idle waits end up sleeping on events alone. */
         if (made)
             net_limit_ns = MPII_TNBC_NET_TIMER_NS;
-        else if (net_events || !timed_out || engine.held)
+        else if (net_events || !timed_out || held)
             net_limit_ns = MPL_MIN(net_limit_ns * 2, max_ns);
         else
             net_limit_ns = MPL_MIN(net_limit_ns * 2, MPII_TNBC_SLEEP_LIMIT_NS);
@@ -640,21 +643,22 @@ int MPIR_Tnbc_finalize_drain(void)
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     mpi_errno = MPII_Tnbc_progress_until(no_ops_cond, NULL);
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
-    MPIR_ERR_CHECK(mpi_errno);
 
+    /* even after an error: no helper and no node segment outlive MPI_Finalize */
     if (engine.started) {
         __atomic_store_n(&engine.stop, 1, __ATOMIC_SEQ_CST);
         wake_helper();
         pthread_join(engine.thread, NULL);
         MPIR_Progress_hook_deregister(engine.hook_id);
     }
-    MPII_Tnbc_node_finalize();
     /* MPI_Finalize holds no lock, and the device still runs threaded here; freeing an operation
      * may free its communicator (attribute callbacks expect the lock) */
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     free_retired();
-    mpi_errno = MPII_Tnbc_stats_reduce_and_print();
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPII_Tnbc_stats_reduce_and_print();
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    MPII_Tnbc_node_finalize();
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:

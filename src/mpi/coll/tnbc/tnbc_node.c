@@ -11,7 +11,7 @@
  * as the last. Taking turns, most urgent first, brings the blocks read first early and the
  * others no later.
  *
- * A shared segment per node (created at MPI_Init over COMM_WORLD's node communicator; MPICH
+ * A shared segment per node (created by MPI_Init over COMM_WORLD's node communicator; MPICH
  * removes its file once every process mapped it, so no exit leaves it behind) has one slot per
  * local process: the operation it is sending remote bodies for and its position, and how many
  * bytes its bodies have completed so far. A process holds its remote bodies while a node peer in
@@ -34,12 +34,13 @@ cvars:
       default     : true
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
-      scope       : MPI_T_SCOPE_ALL_EQ
+      scope       : MPI_T_SCOPE_LOCAL
       description : >-
         If true (and MPIR_CVAR_TNBC_ENABLE), the processes of a node take turns on its link for
-        the bodies of an Alltoall(v) whose access order is known (learnt or from a profile):
-        the process whose blocks are read first sends first. Needs one shared-memory segment
-        per node, made at MPI_Init.
+        the bodies of an Alltoall, Alltoallv, Alltoallw or Allgather(v) whose access order is
+        known (learnt or from a profile): the process whose blocks are read first sends first.
+        They share one segment per node, made by MPI_Init whenever MPIR_CVAR_TNBC_ENABLE is
+        set; a process with this CVAR off sends all at once and never holds.
 
     - name        : MPIR_CVAR_TNBC_NODE_HOLD_MAX_US
       category    : TNBC
@@ -50,7 +51,8 @@ cvars:
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
         A process holds its bodies back for a more urgent node peer only while that peer
-        completes sends at least this often (microseconds); then it sends anyway.
+        completes sends at least this often (microseconds); then it sends anyway. Its send
+        window likewise lapses while its own bodies complete less often. 0: never hold.
 
     - name        : MPIR_CVAR_TNBC_SEND_WINDOW
       category    : TNBC
@@ -60,9 +62,9 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        While node arbitration applies, a process keeps at most this many bytes of remote
-        bodies in flight (at least one body), so that a peer's turn starts soon after this
-        process's ends and its blocks go out one receiver after another.
+        While a less urgent node peer waits for its turn, a process keeps at most this many
+        bytes of remote bodies in flight (at least one body), so that the peer's turn starts
+        soon after this process's ends.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -74,12 +76,11 @@ typedef struct {
     char pad[48];
 } MPII_node_slot_t;
 
+/* valid bit, 39 bits naming the operation, 24 of position */
 #define MPII_POS_BITS 24
 #define MPII_POS_MAX ((1u << MPII_POS_BITS) - 1)
-/* valid bit, 16 bits of context id, 23 of tag, 24 of position */
-#define MPII_CLAIM(ctx_, tag_, pos_)                                            \
-    ((1ull << 63) | ((uint64_t) ((ctx_) & 0xffff) << 47) |                      \
-     ((uint64_t) ((tag_) & 0x7fffff) << MPII_POS_BITS) | (uint64_t) (pos_))
+#define MPII_OP_MASK ((1ull << 39) - 1)
+#define MPII_CLAIM(op_, pos_) ((1ull << 63) | ((op_) & MPII_OP_MASK) << MPII_POS_BITS | (pos_))
 #define MPII_CLAIM_OP(claim_) ((claim_) >> MPII_POS_BITS)
 #define MPII_CLAIM_POS(claim_) ((int) ((claim_) & MPII_POS_MAX))
 
@@ -92,22 +93,27 @@ static struct {
 int MPIR_Tnbc_node_init(void)
 {
     int mpi_errno = MPI_SUCCESS;
+    static int attempted;
     MPIR_Comm *node_comm = MPIR_Process.comm_world ? MPIR_Process.comm_world->node_comm : NULL;
     bool failed = false;
     void *seg;
 
-    if (!MPIR_CVAR_TNBC_ENABLE || !MPIR_CVAR_TNBC_NODE_ARBITRATION || !node_comm)
+    /* collective over the node: it depends on MPIR_CVAR_TNBC_ENABLE alone, the same
+     * everywhere; whether a process then arbitrates is its own choice */
+    if (attempted || !MPIR_CVAR_TNBC_ENABLE || !node_comm)
         goto fn_exit;
-    /* every local process takes part, or none: the CVARs are the same everywhere */
+    attempted = 1;
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     mpi_errno = MPIDU_shm_alloc(node_comm, node_comm->local_size * sizeof(MPII_node_slot_t),
                                 &seg, &failed);
+    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     MPIR_ERR_CHECK(mpi_errno);
     if (failed)
         goto fn_exit;   /* no shared memory: the processes send all at once, as before */
+    /* a new segment reads as zeros: every slot is free */
     node.slots = seg;
     node.nslots = node_comm->local_size;
     node.self = node_comm->rank;
-    memset(&node.slots[node.self], 0, sizeof(MPII_node_slot_t));
 
   fn_exit:
     return mpi_errno;
@@ -120,32 +126,51 @@ void MPII_Tnbc_node_finalize(void)
     if (node.slots) {
         MPIDU_shm_free(node.slots);
         node.slots = NULL;
+        node.owner = NULL;
     }
 }
 
 int MPII_Tnbc_node_available(void)
 {
-    return node.slots != NULL;
+    return node.slots != NULL && MPIR_CVAR_TNBC_NODE_ARBITRATION;
 }
 
-int MPII_Tnbc_node_peer_is_remote(MPIR_Comm * comm, int rank)
+int MPII_Tnbc_node_of(MPIR_Comm * comm, int rank)
 {
-    int mine, theirs;
-    if (MPID_Get_node_id(comm, comm->rank, &mine) != MPI_SUCCESS ||
-        MPID_Get_node_id(comm, rank, &theirs) != MPI_SUCCESS)
-        return 1;
-    return mine != theirs;
+    int id;
+    return MPID_Get_node_id(comm, rank, &id) == MPI_SUCCESS ? id : -1;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x7fb5d329728ea185ull;
+    x ^= x >> 27;
+    x *= 0x81dadef4bc2dd44dull;
+    return x ^ (x >> 33);
+}
+
+/* The same on every process of the operation, and (but for a rare collision, which costs at
+ * most a bounded hold) different between operations that run at once: MPI_Comm_split gives
+ * every colour the same context id and tags, so the communicator's first member counts too. */
+static uint64_t operation_id(MPIR_Comm * comm, int tag)
+{
+    uint64_t first = 0;
+    if (MPID_Comm_get_lpid(comm, 0, &first, false) != MPI_SUCCESS)
+        first = 0;
+    return mix64(mix64(((uint64_t) comm->context_id << 32) | (uint32_t) tag) ^ first);
 }
 
 int MPII_Tnbc_node_join(MPII_Tnbc_turn_t * turn, MPIR_Comm * comm, int tag, int pos,
                         size_t remote_bytes)
 {
     memset(turn, 0, sizeof(*turn));
-    if (!node.slots || pos < 0 || remote_bytes == 0 || node.owner)
+    if (!MPII_Tnbc_node_available() || pos < 0 || remote_bytes == 0 || node.owner)
         return 0;
-    turn->claim = MPII_CLAIM(comm->context_id, tag, MPL_MIN((unsigned) pos, MPII_POS_MAX));
+    turn->claim = MPII_CLAIM(operation_id(comm, tag), MPL_MIN((unsigned) pos, MPII_POS_MAX));
     turn->unsent = remote_bytes;
     turn->window = MPL_MAX(MPIR_CVAR_TNBC_SEND_WINDOW, 1);
+    turn->sent_ns = MPII_Tnbc_now_ns();
     turn->active = 1;
     node.owner = turn;
     __atomic_store_n(&node.slots[node.self].claim, turn->claim, __ATOMIC_RELEASE);
@@ -154,60 +179,93 @@ int MPII_Tnbc_node_join(MPII_Tnbc_turn_t * turn, MPIR_Comm * comm, int tag, int 
 
 void MPII_Tnbc_node_sent(MPII_Tnbc_turn_t * turn, size_t bytes)
 {
-    if (!turn->active)
+    if (!turn->active || !node.slots)
         return;
     turn->unsent -= MPL_MIN(bytes, turn->unsent);
+    turn->sent_ns = MPII_Tnbc_now_ns();
     __atomic_add_fetch(&node.slots[node.self].done, bytes, __ATOMIC_RELEASE);
     if (turn->unsent == 0)
         MPII_Tnbc_node_leave(turn);
+}
+
+static void stop_holding(MPII_Tnbc_turn_t * turn, uint64_t now)
+{
+    if (turn->holding_since_ns)
+        turn->held_ns += now - turn->holding_since_ns;
+    turn->holding_since_ns = 0;
+    turn->hold = 0;
 }
 
 void MPII_Tnbc_node_leave(MPII_Tnbc_turn_t * turn)
 {
     if (!turn->active)
         return;
-    __atomic_store_n(&node.slots[node.self].claim, 0, __ATOMIC_RELEASE);
-    node.owner = NULL;
     turn->active = 0;
-    MPII_Tnbc_stats_node_turn(turn->held_since_ns ? turn->last_held_ns - turn->held_since_ns :
-                              0, turn->held_since_ns != 0, turn->gave_up);
+    stop_holding(turn, MPII_Tnbc_now_ns());
+    turn->window_applies = 0;
+    if (node.slots) {   /* else the segment is gone already (MPI_Finalize) */
+        __atomic_store_n(&node.slots[node.self].claim, 0, __ATOMIC_RELEASE);
+        node.owner = NULL;
+    }
+    MPII_Tnbc_stats_node_turn(turn->held_ns, turn->held, turn->gave_up);
 }
 
-/* The most urgent peer ahead of us in the same operation that still has bodies to send. */
-static int peer_ahead(const MPII_Tnbc_turn_t * turn)
+/* The most urgent peer ahead of us in the same operation that still has bodies to send, and
+ * whether one behind us waits. */
+static int scan_peers(const MPII_Tnbc_turn_t * turn, int *behind)
 {
     int best = -1, best_pos = MPII_CLAIM_POS(turn->claim);
+    *behind = 0;
     for (int i = 0; i < node.nslots; i++) {
         if (i == node.self)
             continue;
         uint64_t c = __atomic_load_n(&node.slots[i].claim, __ATOMIC_ACQUIRE);
-        if (c && MPII_CLAIM_OP(c) == MPII_CLAIM_OP(turn->claim) && MPII_CLAIM_POS(c) < best_pos) {
+        if (!c || MPII_CLAIM_OP(c) != MPII_CLAIM_OP(turn->claim))
+            continue;
+        if (MPII_CLAIM_POS(c) < best_pos) {
             best = i;
             best_pos = MPII_CLAIM_POS(c);
+        } else if (MPII_CLAIM_POS(c) > MPII_CLAIM_POS(turn->claim)) {
+            *behind = 1;
         }
     }
     return best;
 }
 
-int MPII_Tnbc_node_must_hold(MPII_Tnbc_turn_t * turn)
+/* Hold for peer while it keeps completing bodies; give up for good once it has not for the
+ * limit (it may disagree on the order, be late, or be gone). */
+static int holds_for(MPII_Tnbc_turn_t * turn, int peer, uint64_t now, uint64_t limit_ns)
 {
-    if (!turn->active || turn->gave_up)
+    if (peer < 0 || turn->gave_up || limit_ns == 0)
         return 0;
-    int peer = peer_ahead(turn);
-    if (peer < 0)
-        return 0;
-    uint64_t now = MPII_Tnbc_now_ns();
     uint64_t done = __atomic_load_n(&node.slots[peer].done, __ATOMIC_ACQUIRE);
-    if (!turn->held_since_ns)
-        turn->held_since_ns = now;
-    turn->last_held_ns = now;
     if (peer != turn->peer || done != turn->peer_done || !turn->peer_seen_ns) {
         turn->peer = peer;
         turn->peer_done = done;
         turn->peer_seen_ns = now;
-    } else if (now - turn->peer_seen_ns > (uint64_t) MPIR_CVAR_TNBC_NODE_HOLD_MAX_US * 1000) {
+    } else if (now - turn->peer_seen_ns > limit_ns) {
         turn->gave_up = 1;
         return 0;
     }
     return 1;
+}
+
+void MPII_Tnbc_node_poll(MPII_Tnbc_turn_t * turn)
+{
+    int behind;
+    if (!turn->active || !node.slots)
+        return;
+    uint64_t now = MPII_Tnbc_now_ns();
+    uint64_t limit_ns = (uint64_t) MPL_MAX(MPIR_CVAR_TNBC_NODE_HOLD_MAX_US, 0) * 1000;
+    int peer = scan_peers(turn, &behind);
+    if (holds_for(turn, peer, now, limit_ns)) {
+        if (!turn->holding_since_ns)
+            turn->holding_since_ns = now;
+        turn->hold = 1;
+        turn->held = 1;
+    } else {
+        stop_holding(turn, now);
+    }
+    /* a receiver that is late (rendezvous) must not keep our later bodies back */
+    turn->window_applies = behind && now - turn->sent_ns <= limit_ns;
 }

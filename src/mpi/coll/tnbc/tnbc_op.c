@@ -203,21 +203,23 @@ static int setup_send(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int early)
     return MPI_SUCCESS;
 }
 
-/* Remote bodies take turns with the node's other processes when our position is known. */
+/* Remote bodies take turns with the node's other processes when our position is known and
+ * the call returns early (a process that waits in the call has nothing to overlap). */
 static void setup_turn(MPII_Tnbc_op_t * op, int pos)
 {
     MPIR_Tnbc_sched_t *s = &op->sched;
     size_t bytes = 0;
 
-    if (pos < 0 || !MPII_Tnbc_node_available())
+    if (pos < 0 || op->outcome != MPIR_TNBC_EARLY || !MPII_Tnbc_node_available())
         return;
+    int mine = MPII_Tnbc_node_of(op->comm, op->comm->rank);
     op->remote = MPL_calloc(s->n + 1, 1, MPL_MEM_COLL);
     if (!op->remote)
         return; /* no memory: the bodies go at once, as without arbitration */
     for (int i = 0; i < s->n; i++) {
         const MPIR_Tnbc_entry_t *e = &s->entries[i];
         if (e->kind == MPIR_TNBC_SEND && MPIR_Tnbc_entry_is_body(s, e) &&
-            MPII_Tnbc_node_peer_is_remote(op->comm, e->peer)) {
+            (mine < 0 || MPII_Tnbc_node_of(op->comm, e->peer) != mine)) {
             op->remote[i] = 1;
             bytes += e->len;
         }
@@ -228,14 +230,14 @@ static void setup_turn(MPII_Tnbc_op_t * op, int pos)
     }
 }
 
-/* A remote body waits for its turn: a more urgent node peer still sends (*peer_first, looked
- * up once per poll), or our window is full. */
-static int waits_for_turn(MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e, int *peer_first)
+/* A remote body waits for its turn; the peers are looked at once per poll (*looked). */
+static int waits_for_turn(MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e, int *looked)
 {
-    if (*peer_first < 0)
-        *peer_first = MPII_Tnbc_node_must_hold(&op->turn);
-    return *peer_first || (op->turn.in_flight > 0 && op->turn.in_flight + e->len >
-                           op->turn.window);
+    if (!*looked) {
+        MPII_Tnbc_node_poll(&op->turn);
+        *looked = 1;
+    }
+    return !MPII_Tnbc_node_may_send(&op->turn, e->len);
 }
 
 /* After an error: entries that were never posted never will be. Give them up, so that waiting
@@ -384,7 +386,7 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_sched_t *s = &op->sched;
-    int peer_first = -1;
+    int looked = 0;
 
     *made_progress = 0;
     op->held = 0;
@@ -396,7 +398,7 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
                 (e->after2 >= 0 && op->state[e->after2] != MPII_TNBC_ENTRY_DONE) ||
                 (e->prev_peer >= 0 && op->state[e->prev_peer] == MPII_TNBC_ENTRY_IDLE))
                 continue;
-            if (op->remote && op->remote[i] && waits_for_turn(op, e, &peer_first)) {
+            if (op->remote && op->remote[i] && waits_for_turn(op, e, &looked)) {
                 op->held = 1;
                 continue;
             }
