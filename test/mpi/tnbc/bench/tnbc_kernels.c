@@ -15,11 +15,16 @@
  *                                       the read rate set by the caller; the time beyond the
  *                                       checksum itself is slept, see crc_iteration)
  *
+ * With TNBC_KERNELS_P2P=1 the main exchange is the rewrite a user could make by hand instead:
+ * MPI_Irecv of every block and MPI_Isend of every piece, then MPI_Wait for block s right
+ * before it is read (IS: the bucket sizes still by MPI_Alltoall).
+ *
  * Nothing is added per block to flatter overlap: the transpose and the counting pass are what
  * the codes do. Per iteration (a barrier first), rank 0 prints the maximum over ranks of:
  * the whole iteration, the time the application could not work on its own data (inside the
- * collectives plus waiting in T-NBC's fault handler, from the pvar tnbc_stall_ns when the
- * library has it) and the stall alone. Data are checked once at the end of every iteration. */
+ * collectives or waits, plus waiting in T-NBC's fault handler, from the pvar tnbc_stall_ns
+ * when the library has it) and the stall alone; then the same two as means over ranks. Data
+ * are checked once at the end of every iteration. */
 
 #include <mpi.h>
 #include <math.h>
@@ -51,6 +56,63 @@ static void stall_init(void)
 static double stall_s(void)
 {
     return have_stall ? tnbc_read_pvar(session, "tnbc_stall_ns") * 1e-9 : 0;
+}
+
+/* ---- the main exchange: a collective, or the point-to-point rewrite ---- */
+
+static int p2p;
+static MPI_Request *rreq, *sreq;
+static double p2p_wait;         /* seconds in MPI_Wait(all) of the rewrite, this iteration */
+
+static void exchange_v(const void *sbuf, const int *sc, const int *sd, void *rbuf,
+                       const int *rc, const int *rd, MPI_Datatype type, int rank, int size)
+{
+    MPI_Aint lb, ext;
+    MPI_Type_get_extent(type, &lb, &ext);
+    for (int s = 0; s < size; s++)
+        MPI_Irecv((char *) rbuf + rd[s] * ext, rc[s], type, s, 7, MPI_COMM_WORLD, &rreq[s]);
+    for (int k = 1; k <= size; k++) {
+        int d = (rank + k) % size;
+        MPI_Isend((const char *) sbuf + sd[d] * ext, sc[d], type, d, 7, MPI_COMM_WORLD,
+                  &sreq[d]);
+    }
+}
+
+/* Alltoall of bytes per pair */
+static void exchange(const void *sbuf, void *rbuf, size_t bytes, int rank, int size)
+{
+    if (!p2p) {
+        MPI_Alltoall(sbuf, (int) bytes, MPI_BYTE, rbuf, (int) bytes, MPI_BYTE, MPI_COMM_WORLD);
+        return;
+    }
+    int *c = malloc(size * sizeof(int)), *d = malloc(size * sizeof(int));
+    for (int p = 0; p < size; p++) {
+        c[p] = (int) bytes;
+        d[p] = (int) (p * bytes);
+    }
+    exchange_v(sbuf, c, d, rbuf, c, d, MPI_BYTE, rank, size);
+    free(c);
+    free(d);
+}
+
+/* the application is about to read block s */
+static void block_ready(int s)
+{
+    if (p2p) {
+        double t = now();
+        MPI_Wait(&rreq[s], MPI_STATUS_IGNORE);
+        p2p_wait += now() - t;
+    }
+}
+
+static void exchange_done(int size)
+{
+    if (p2p) {
+        double t = now();
+        for (int d = 0; d < size; d++)
+            MPI_Wait(&sreq[d], MPI_STATUS_IGNORE);
+        p2p_wait += now() - t;
+    }
 }
 
 /* ---- FT-like ---- */
@@ -99,14 +161,16 @@ static double ft_iteration(int rank, int size, int iter, size_t bytes, cplx * sb
         for (size_t i = 0; i < per; i++)
             sbuf[d * per + i] = (cplx) { rank + iter * 0.5, d + i * 1e-6 };
     double t0 = now();
-    MPI_Alltoall(sbuf, (int) bytes, MPI_BYTE, rbuf, (int) bytes, MPI_BYTE, MPI_COMM_WORLD);
+    exchange(sbuf, rbuf, bytes, rank, size);
     *wait = now() - t0;
     for (int s = 0; s < size; s++) {
+        block_ready(s);
         const cplx *b = rbuf + s * per;
         for (int r = 0; r < rows; r++)
             for (int c = 0; c < cols; c++)
                 t[(size_t) c * n + s * rows + r] = b[(size_t) r * cols + c];
     }
+    exchange_done(size);
     for (int s = 0; s < size; s++)
         if (t[s * rows].re != s + iter * 0.5 || t[s * rows].im != rank) {
             (*errs)++;
@@ -162,21 +226,28 @@ static double is_iteration(int rank, int size, int iter, size_t bytes, uint32_t 
         fprintf(stderr, "IS: %zu keys do not fit\n", total);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    MPI_Alltoallv(sorted, scount, sdisp, MPI_UINT32_T, recv, rcount, rdisp, MPI_UINT32_T,
-                  MPI_COMM_WORLD);
+    if (p2p)
+        exchange_v(sorted, scount, sdisp, recv, rcount, rdisp, MPI_UINT32_T, rank, size);
+    else
+        MPI_Alltoallv(sorted, scount, sdisp, MPI_UINT32_T, recv, rcount, rdisp, MPI_UINT32_T,
+                      MPI_COMM_WORLD);
     *wait = now() - t0;
     /* one counting pass over the keys, in the order they sit in the buffer */
     uint32_t lo = (uint32_t) ((uint64_t) range * rank / size);
     uint32_t width = (uint32_t) ((uint64_t) range * (rank + 1) / size) - lo;
     memset(hist, 0, (size_t) width * sizeof(uint32_t));
     size_t bad = 0;
-    for (size_t i = 0; i < total; i++) {
-        uint32_t k = recv[i] - lo;
-        if (k < width)
-            hist[k]++;
-        else
-            bad++;
+    for (int s = 0; s < size; s++) {
+        block_ready(s);
+        for (size_t i = rdisp[s]; i < (size_t) rdisp[s] + rcount[s]; i++) {
+            uint32_t k = recv[i] - lo;
+            if (k < width)
+                hist[k]++;
+            else
+                bad++;
+        }
     }
+    exchange_done(size);
     double t = now() - t0;
     if (bad)
         (*errs)++;
@@ -202,11 +273,12 @@ static double crc_iteration(int rank, int size, int iter, size_t bytes, uint64_t
         for (size_t i = 0; i < per; i++)
             sbuf[d * per + i] = ((uint64_t) rank << 40) ^ ((uint64_t) d << 20) ^ i ^ iter;
     double t0 = now();
-    MPI_Alltoall(sbuf, (int) bytes, MPI_BYTE, rbuf, (int) bytes, MPI_BYTE, MPI_COMM_WORLD);
+    exchange(sbuf, rbuf, bytes, rank, size);
     *wait = now() - t0;
     double per_block = ns_per_kib * 1e-9 * bytes / 1024;
     uint64_t sum = 0;
     for (int s = 0; s < size; s++) {
+        block_ready(s);
         const uint64_t *b = rbuf + s * per;
         double start = now();
         for (size_t i = 0; i < per; i++)
@@ -223,6 +295,7 @@ static double crc_iteration(int rank, int size, int iter, size_t bytes, uint64_t
             nanosleep(&ts, NULL);
         }
     }
+    exchange_done(size);
     sink += sum;
     return now() - t0;
 }
@@ -244,6 +317,9 @@ int main(int argc, char **argv)
     int iters = atoi(argv[3]);
     double ns_per_kib = argc > 4 ? atof(argv[4]) : 0;
     stall_init();
+    p2p = getenv("TNBC_KERNELS_P2P") && atoi(getenv("TNBC_KERNELS_P2P"));
+    rreq = malloc(size * sizeof(MPI_Request));
+    sreq = malloc(size * sizeof(MPI_Request));
 
     /* FT: rows x cols complex doubles per block, the transposed rows a power of two long */
     int rows = 1, cols;
@@ -267,12 +343,13 @@ int main(int argc, char **argv)
     hist = malloc((1u << 24) / size * sizeof(uint32_t) + 64);
     if (rank == 0)
         printf("# tnbc_kernels kernel=%s ranks=%d bytes_per_pair=%zu iters=%d ns_per_kib=%.1f "
-               "stall_pvar=%d\n", kernel, size, bytes, iters, ns_per_kib, have_stall);
+               "stall_pvar=%d p2p=%d\n", kernel, size, bytes, iters, ns_per_kib, have_stall, p2p);
 
     for (int it = -1; it < iters; it++) {
         double wait = 0, total;
         MPI_Barrier(MPI_COMM_WORLD);
         double s0 = stall_s();
+        p2p_wait = 0;
         if (!strcmp(kernel, "ft"))
             total = ft_iteration(rank, size, it, bytes, sbuf, rbuf, tbuf, rows, cols, &wait,
                                  &errs);
@@ -281,11 +358,14 @@ int main(int argc, char **argv)
                                  &wait, &errs);
         else
             total = crc_iteration(rank, size, it, bytes, sbuf, rbuf, ns_per_kib, &wait, &errs);
-        double v[3] = { total, wait + (stall_s() - s0), stall_s() - s0 }, m[3];
+        double stall = stall_s() - s0;
+        double v[3] = { total, wait + p2p_wait + stall, stall }, m[3], sum[3];
         MPI_Reduce(v, m, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(v, sum, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
         if (rank == 0 && it >= 0)
-            printf("iter=%d total_ms=%.3f wait_ms=%.3f stall_ms=%.3f\n", it, m[0] * 1e3,
-                   m[1] * 1e3, m[2] * 1e3);
+            printf("iter=%d total_ms=%.3f wait_ms=%.3f stall_ms=%.3f wait_mean_ms=%.3f "
+                   "stall_mean_ms=%.3f\n", it, m[0] * 1e3, m[1] * 1e3, m[2] * 1e3,
+                   sum[1] * 1e3 / size, sum[2] * 1e3 / size);
     }
     int all;
     MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
