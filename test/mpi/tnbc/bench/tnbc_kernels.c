@@ -24,7 +24,10 @@
  * the whole iteration, the time the application could not work on its own data (inside the
  * collectives or waits, plus waiting in T-NBC's fault handler, from the pvar tnbc_stall_ns
  * when the library has it) and the stall alone; then the same two as means over ranks. Data
- * are checked once at the end of every iteration. */
+ * are checked once at the end of every iteration. With TNBC_KERNELS_BLOCKS=<prefix>, each
+ * rank appends to <prefix>.<rank>, per iteration and block (in reading order), when the
+ * application came to the block and when its first word could be read (ms after the exchange
+ * returned): touch and arrival, as the application sees them. */
 
 #include <mpi.h>
 #include <math.h>
@@ -95,14 +98,32 @@ static void exchange(const void *sbuf, void *rbuf, size_t bytes, int rank, int s
     free(d);
 }
 
-/* the application is about to read block s */
-static void block_ready(int s)
+static FILE *blocks_log;
+static double returned;         /* when the exchange returned */
+static double *touch_ms, *ready_ms;
+
+/* the application is about to read block s, which starts at first */
+static void block_ready(int s, const volatile void *first)
 {
+    double t = now();
     if (p2p) {
-        double t = now();
         MPI_Wait(&rreq[s], MPI_STATUS_IGNORE);
         p2p_wait += now() - t;
     }
+    if (blocks_log) {
+        (void) *(const volatile char *) first;  /* T-NBC: waits here until the block came */
+        touch_ms[s] = (t - returned) * 1e3;
+        ready_ms[s] = (now() - returned) * 1e3;
+    }
+}
+
+static void blocks_write(int iter, int size)
+{
+    if (blocks_log && iter >= 0)
+        for (int s = 0; s < size; s++)
+            fprintf(blocks_log, "%d %d %.3f %.3f\n", iter, s, touch_ms[s], ready_ms[s]);
+    if (blocks_log)
+        fflush(blocks_log);     /* Debian's MPICH may never return from MPI_Finalize */
 }
 
 static void exchange_done(int size)
@@ -162,10 +183,11 @@ static double ft_iteration(int rank, int size, int iter, size_t bytes, cplx * sb
             sbuf[d * per + i] = (cplx) { rank + iter * 0.5, d + i * 1e-6 };
     double t0 = now();
     exchange(sbuf, rbuf, bytes, rank, size);
-    *wait = now() - t0;
+    returned = now();
+    *wait = returned - t0;
     for (int s = 0; s < size; s++) {
-        block_ready(s);
         const cplx *b = rbuf + s * per;
+        block_ready(s, b);
         for (int r = 0; r < rows; r++)
             for (int c = 0; c < cols; c++)
                 t[(size_t) c * n + s * rows + r] = b[(size_t) r * cols + c];
@@ -231,14 +253,15 @@ static double is_iteration(int rank, int size, int iter, size_t bytes, uint32_t 
     else
         MPI_Alltoallv(sorted, scount, sdisp, MPI_UINT32_T, recv, rcount, rdisp, MPI_UINT32_T,
                       MPI_COMM_WORLD);
-    *wait = now() - t0;
+    returned = now();
+    *wait = returned - t0;
     /* one counting pass over the keys, in the order they sit in the buffer */
     uint32_t lo = (uint32_t) ((uint64_t) range * rank / size);
     uint32_t width = (uint32_t) ((uint64_t) range * (rank + 1) / size) - lo;
     memset(hist, 0, (size_t) width * sizeof(uint32_t));
     size_t bad = 0;
     for (int s = 0; s < size; s++) {
-        block_ready(s);
+        block_ready(s, recv + rdisp[s]);
         for (size_t i = rdisp[s]; i < (size_t) rdisp[s] + rcount[s]; i++) {
             uint32_t k = recv[i] - lo;
             if (k < width)
@@ -274,12 +297,13 @@ static double crc_iteration(int rank, int size, int iter, size_t bytes, uint64_t
             sbuf[d * per + i] = ((uint64_t) rank << 40) ^ ((uint64_t) d << 20) ^ i ^ iter;
     double t0 = now();
     exchange(sbuf, rbuf, bytes, rank, size);
-    *wait = now() - t0;
+    returned = now();
+    *wait = returned - t0;
     double per_block = ns_per_kib * 1e-9 * bytes / 1024;
     uint64_t sum = 0;
     for (int s = 0; s < size; s++) {
-        block_ready(s);
         const uint64_t *b = rbuf + s * per;
+        block_ready(s, b);
         double start = now();
         for (size_t i = 0; i < per; i++)
             sum = sum * 31 + b[i];
@@ -320,6 +344,13 @@ int main(int argc, char **argv)
     p2p = getenv("TNBC_KERNELS_P2P") && atoi(getenv("TNBC_KERNELS_P2P"));
     rreq = malloc(size * sizeof(MPI_Request));
     sreq = malloc(size * sizeof(MPI_Request));
+    touch_ms = calloc(size, sizeof(double));
+    ready_ms = calloc(size, sizeof(double));
+    if (getenv("TNBC_KERNELS_BLOCKS") && *getenv("TNBC_KERNELS_BLOCKS")) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s.%d", getenv("TNBC_KERNELS_BLOCKS"), rank);
+        blocks_log = fopen(path, "w");
+    }
 
     /* FT: rows x cols complex doubles per block, the transposed rows a power of two long */
     int rows = 1, cols;
@@ -358,6 +389,7 @@ int main(int argc, char **argv)
                                  &wait, &errs);
         else
             total = crc_iteration(rank, size, it, bytes, sbuf, rbuf, ns_per_kib, &wait, &errs);
+        blocks_write(it, size);
         double stall = stall_s() - s0;
         double v[3] = { total, wait + p2p_wait + stall, stall }, m[3], sum[3];
         MPI_Reduce(v, m, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -371,6 +403,8 @@ int main(int argc, char **argv)
     MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0)
         printf("errors=%d\n", all);
+    if (blocks_log)
+        fclose(blocks_log);
     MPI_T_finalize();
     MPI_Finalize();
     return 0;
