@@ -5,7 +5,9 @@
 
 /* Access orders (tnbc_access.c): every rank reads its Alltoall blocks in reverse source order.
  *   tnbc_order trace       MPIR_CVAR_TNBC_TRACE=tnbc_order_trace: after MPI_Finalize each rank
- *                          reads its own trace back and checks every call's touch order
+ *                          reads its own trace back and checks every call's touch order (the
+ *                          application also uses MPI_T, which frees string CVARs at
+ *                          MPI_T_finalize: the trace still goes to the prefix it named)
  *   tnbc_order profile     a profile (reverse order) written before MPI_Init is used
  *   tnbc_order badprofile  a malformed profile is reported (checked on stderr) and ignored
  *   tnbc_order online      no profile: the order is learnt from the faults
@@ -120,6 +122,11 @@ int main(int argc, char **argv)
     }
     free(send);
     free(recv);
+    if (!strcmp(mode, "trace")) {
+        int provided;
+        MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+        MPI_T_finalize();
+    }
     MPI_Finalize();
 
     if (!strcmp(mode, "trace"))

@@ -80,6 +80,7 @@ typedef struct {
 static struct {
     MPIR_Tnbc_sites_t sites;
     int tracing;
+    char *trace_prefix;         /* a copy: MPI_T_finalize frees the CVAR's string */
     MPII_Tnbc_held_t held[MPII_TNBC_TRACE_HELD];
     int nheld;
     unsigned long calls;
@@ -125,6 +126,11 @@ int MPII_Tnbc_access_init(void)
 {
     MPIR_Tnbc_sites_init(&orders.sites);
     orders.tracing = MPIR_CVAR_TNBC_TRACE && MPIR_CVAR_TNBC_TRACE[0];
+    if (orders.tracing) {
+        orders.trace_prefix = MPL_strdup(MPIR_CVAR_TNBC_TRACE);
+        if (!orders.trace_prefix)
+            return MPI_ERR_NO_MEM;
+    }
     if (!MPIR_CVAR_TNBC_PROFILE || !MPIR_CVAR_TNBC_PROFILE[0])
         return MPI_SUCCESS;
 
@@ -285,7 +291,7 @@ int MPII_Tnbc_access_finalize(void)
     MPII_Tnbc_access_harvest();
     if (orders.tracing) {
         char path[PATH_MAX];
-        snprintf(path, sizeof(path), "%s.%d.trace", MPIR_CVAR_TNBC_TRACE, MPIR_Process.rank);
+        snprintf(path, sizeof(path), "%s.%d.trace", orders.trace_prefix, MPIR_Process.rank);
         FILE *f = fopen(path, "w");
         int failed = !f;
         if (f) {
@@ -301,6 +307,8 @@ int MPII_Tnbc_access_finalize(void)
                              "MPIR_CVAR_TNBC_TRACE", "cannot write the trace file");
     }
   fn_exit:
+    MPL_free(orders.trace_prefix);
+    orders.trace_prefix = NULL;
     MPL_free(orders.log);
     orders.log = NULL;
     orders.log_len = orders.log_cap = 0;
