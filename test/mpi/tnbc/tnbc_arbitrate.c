@@ -4,7 +4,8 @@
  */
 
 /* Node arbitration: the processes of a node take turns on its link for their remote bodies.
- * Run with MPIR_CVAR_NUM_CLIQUES=2, which makes this machine look like two nodes.
+ * Run with MPIR_CVAR_TNBC_NODE_ARBITRATION=1 and MPIR_CVAR_NUM_CLIQUES=2, which makes this
+ * machine look like two nodes.
  *   tnbc_arbitrate same    every process has the same access order (a profile: source order)
  *   tnbc_arbitrate mixed   odd ranks' profile says reverse order: the processes disagree
  *   tnbc_arbitrate session even ranks open an MPI session before MPI_Init (another way into

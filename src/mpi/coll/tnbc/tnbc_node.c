@@ -31,7 +31,7 @@ cvars:
     - name        : MPIR_CVAR_TNBC_NODE_ARBITRATION
       category    : TNBC
       type        : boolean
-      default     : true
+      default     : false
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
@@ -40,7 +40,8 @@ cvars:
         the bodies of an Alltoall, Alltoallv, Alltoallw or Allgather(v) whose access order is
         known (learnt or from a profile): the process whose blocks are read first sends first.
         They share one segment per node, made by MPI_Init whenever MPIR_CVAR_TNBC_ENABLE is
-        set; a process with this CVAR off sends all at once and never holds.
+        set; a process with this CVAR off sends all at once and never holds. Off by default:
+        it pays only where the application reads about as fast as the wire delivers.
 
     - name        : MPIR_CVAR_TNBC_NODE_HOLD_MAX_US
       category    : TNBC
