@@ -99,6 +99,7 @@ static struct {
     int app_driving;            /* application threads driving progress in progress_until */
 
     pthread_t thread;
+    int have_thread;            /* the helper runs; without it every operation waits in its call */
     int stop;
     int wake_fd;                /* our eventfd */
     int net_fd;                 /* the network's event descriptor, or -1: poll */
@@ -482,8 +483,9 @@ static int engine_start(void)
     engine.net_fd = MPIR_CVAR_TNBC_HELPER_WAKEUP ? MPIDI_NM_tnbc_event_fd() : -1;
     mpi_errno = MPIR_Progress_hook_register(poll_all, &engine.hook_id);
     MPIR_ERR_CHECK(mpi_errno);
-    MPIR_ERR_CHKANDJUMP(pthread_create(&engine.thread, NULL, helper_main, NULL) != 0,
-                        mpi_errno, MPI_ERR_OTHER, "**fail");
+    /* no thread (e.g. a pids limit): the same schedules, completed inside their calls, so the
+     * processes still agree on the messages; the statistics say why */
+    engine.have_thread = (pthread_create(&engine.thread, NULL, helper_main, NULL) == 0);
     engine.started = 1;
 
   fn_exit:
@@ -586,6 +588,7 @@ int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
 
     mpi_errno = engine_start();
     MPIR_ERR_CHECK(mpi_errno);
+    args->no_helper = !engine.have_thread;
     MPII_Tnbc_engine_reap();
     mpi_errno = MPII_Tnbc_op_start(args, &op);
     if (mpi_errno && op) {
@@ -648,7 +651,8 @@ int MPIR_Tnbc_finalize_drain(void)
     if (engine.started) {
         __atomic_store_n(&engine.stop, 1, __ATOMIC_SEQ_CST);
         wake_helper();
-        pthread_join(engine.thread, NULL);
+        if (engine.have_thread)
+            pthread_join(engine.thread, NULL);
         MPIR_Progress_hook_deregister(engine.hook_id);
     }
     /* MPI_Finalize holds no lock, and the device still runs threaded here; freeing an operation

@@ -60,6 +60,7 @@ typedef struct {
     MPI_Datatype reduce_type;   /* REDUCE entries: builtin type and op */
     MPI_Op reduce_op;
     int trace;                  /* a trace run: complete in the call (tnbc_access.c) */
+    int no_helper;              /* no helper thread: complete in the call (launch sets it) */
     MPIR_Tnbc_site_t *site;     /* learn this site's access order from the faults (or NULL) */
     const int *access_pos;      /* pairwise layout: position of source rank p's block in the
                                  * access order, here and (we assume) at every receiver, for

@@ -280,6 +280,8 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
         op->outcome = MPIR_TNBC_SYNC_PACKED;
     else if (args->small)
         op->outcome = MPIR_TNBC_SYNC_SMALL;
+    else if (args->no_helper)
+        op->outcome = MPIR_TNBC_SYNC_NO_HELPER;
 
     /* every process draws the same tag: collectives start in the same order everywhere */
     mpi_errno = MPIR_Sched_next_tag(op->comm, &op->tag);
