@@ -175,12 +175,12 @@ typedef struct {
     uint64_t claim;
     size_t unsent;              /* bytes of remote bodies not completed */
     size_t window, in_flight;
-    int hold;                   /* node_poll: a more urgent peer still sends */
     int window_applies;         /* node_poll: a less urgent peer waits, and ours progress */
     int peer;                   /* the peer we hold for, its progress and when it last moved */
     uint64_t peer_done, peer_seen_ns;
     uint64_t sent_ns;           /* when a body of ours last completed (or the turn began) */
-    uint64_t holding_since_ns, held_ns;
+    uint64_t holding_since_ns;  /* node_poll: a more urgent peer still sends (since), or 0 */
+    uint64_t held_ns;           /* time spent holding, for the statistics */
     int held;                   /* held at least once */
     int gave_up;                /* the peer we held for stalled: send anyway */
 } MPII_Tnbc_turn_t;
@@ -201,7 +201,7 @@ void MPII_Tnbc_node_poll(MPII_Tnbc_turn_t * turn);
  * peer waits and our bodies in flight keep completing within that time. */
 static inline int MPII_Tnbc_node_may_send(const MPII_Tnbc_turn_t * turn, size_t len)
 {
-    if (turn->hold)
+    if (turn->holding_since_ns)
         return 0;
     return !turn->window_applies || turn->in_flight == 0 || turn->in_flight + len <= turn->window;
 }

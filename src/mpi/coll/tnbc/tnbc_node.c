@@ -194,7 +194,6 @@ static void stop_holding(MPII_Tnbc_turn_t * turn, uint64_t now)
     if (turn->holding_since_ns)
         turn->held_ns += now - turn->holding_since_ns;
     turn->holding_since_ns = 0;
-    turn->hold = 0;
 }
 
 void MPII_Tnbc_node_leave(MPII_Tnbc_turn_t * turn)
@@ -262,7 +261,6 @@ void MPII_Tnbc_node_poll(MPII_Tnbc_turn_t * turn)
     if (holds_for(turn, peer, now, limit_ns)) {
         if (!turn->holding_since_ns)
             turn->holding_since_ns = now;
-        turn->hold = 1;
         turn->held = 1;
     } else {
         stop_holding(turn, now);
