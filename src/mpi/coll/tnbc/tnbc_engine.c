@@ -459,6 +459,17 @@ static void on_unmap(void *addr, size_t len)
     }
 }
 
+/* The helper thread. Without one (e.g. a pids limit) collectives keep their schedules but
+ * complete inside their calls, so the processes still agree on the messages, and the
+ * statistics say why; every launch tries again, as the limit may have been transient. */
+static void start_helper(void)
+{
+    if (engine.have_thread)
+        return;
+    __atomic_store_n(&engine.stop, 0, __ATOMIC_SEQ_CST);
+    engine.have_thread = (pthread_create(&engine.thread, NULL, helper_main, NULL) == 0);
+}
+
 static int engine_start(void)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -483,9 +494,6 @@ static int engine_start(void)
     engine.net_fd = MPIR_CVAR_TNBC_HELPER_WAKEUP ? MPIDI_NM_tnbc_event_fd() : -1;
     mpi_errno = MPIR_Progress_hook_register(poll_all, &engine.hook_id);
     MPIR_ERR_CHECK(mpi_errno);
-    /* no thread (e.g. a pids limit): the same schedules, completed inside their calls, so the
-     * processes still agree on the messages; the statistics say why */
-    engine.have_thread = (pthread_create(&engine.thread, NULL, helper_main, NULL) == 0);
     engine.started = 1;
 
   fn_exit:
@@ -588,6 +596,7 @@ int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
 
     mpi_errno = engine_start();
     MPIR_ERR_CHECK(mpi_errno);
+    start_helper();
     args->no_helper = !engine.have_thread;
     MPII_Tnbc_engine_reap();
     mpi_errno = MPII_Tnbc_op_start(args, &op);
@@ -646,21 +655,22 @@ int MPIR_Tnbc_finalize_drain(void)
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     mpi_errno = MPII_Tnbc_progress_until(no_ops_cond, NULL);
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    /* operations still in flight keep their helper and pages (a reader must not wait forever) */
+    MPIR_ERR_CHECK(mpi_errno);
 
-    /* even after an error: no helper and no node segment outlive MPI_Finalize */
     if (engine.started) {
         __atomic_store_n(&engine.stop, 1, __ATOMIC_SEQ_CST);
         wake_helper();
         if (engine.have_thread)
             pthread_join(engine.thread, NULL);
+        engine.have_thread = 0;
         MPIR_Progress_hook_deregister(engine.hook_id);
     }
     /* MPI_Finalize holds no lock, and the device still runs threaded here; freeing an operation
      * may free its communicator (attribute callbacks expect the lock) */
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     free_retired();
-    if (mpi_errno == MPI_SUCCESS)
-        mpi_errno = MPII_Tnbc_stats_reduce_and_print();
+    mpi_errno = MPII_Tnbc_stats_reduce_and_print();
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     MPII_Tnbc_node_finalize();
     MPIR_ERR_CHECK(mpi_errno);
