@@ -24,6 +24,7 @@ extern MPL_TLS const void *MPIR_Tnbc_user_caller;
 int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype);
 int MPIR_Tnbc_settle_all(void);
 int MPIR_Tnbc_settle_comm(MPIR_Comm * comm_ptr);
+int MPIR_Tnbc_settle_requests(int count, MPIR_Request * const *requests);
 int MPIR_Tnbc_finalize_drain(void);
 /* Collective over COMM_WORLD, once it exists: the node's segment for node arbitration. */
 int MPIR_Tnbc_node_init(void);
@@ -48,6 +49,15 @@ int MPIR_Tnbc_node_init(void);
     do {                                                                        \
         if (unlikely(MPIR_Tnbc_ops_in_flight)) {                                \
             mpi_errno = MPIR_Tnbc_settle_comm(comm_ptr_);                       \
+            MPIR_ERR_CHECK(mpi_errno);                                          \
+        }                                                                       \
+    } while (0)
+
+/* Persistent and partitioned requests about to start or send: their buffers */
+#define MPIR_TNBC_SETTLE_REQUESTS(count_, requests_)                            \
+    do {                                                                        \
+        if (unlikely(MPIR_Tnbc_ops_in_flight)) {                                \
+            mpi_errno = MPIR_Tnbc_settle_requests(count_, requests_);           \
             MPIR_ERR_CHECK(mpi_errno);                                          \
         }                                                                       \
     } while (0)

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,10 +28,12 @@ static size_t ps;
 static int probe_pipe[2];
 
 /* 1 if the byte at p can be read: the kernel returns EFAULT instead of faulting. */
+/* Probed with the system call itself: the write() of this program is the page guards' own,
+ * which waits for a guarded page (pageguard_syscalls.c). */
 static int readable(const void *p)
 {
     char c;
-    ssize_t n = write(probe_pipe[1], p, 1);
+    ssize_t n = syscall(SYS_write, probe_pipe[1], p, 1);
     if (n == 1) {
         ck_assert_int_eq(read(probe_pipe[0], &c, 1), 1);
         return 1;
@@ -475,6 +478,18 @@ static void install_previous(void)
     sigaction(SIGSEGV, &sa, NULL);
 }
 
+/* A library that replaces the handler without going through our sigaction (glibc's own entry,
+ * as a statically linked library or a raw system call would) */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+static void install_previous_raw(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = previous_handler;
+    sa.sa_flags = SA_SIGINFO;
+    __sigaction(SIGSEGV, &sa, NULL);
+}
+
 START_TEST(foreign_fault_reaches_previous_handler)
 {
     MPIR_Pageguard_finalize();  /* re-init with a previous handler in place */
@@ -517,7 +532,7 @@ END_TEST
 
 START_TEST(replaced_handler_is_reinstalled)
 {
-    install_previous();         /* someone replaces our handler after init */
+    install_previous_raw();     /* someone replaces our handler after init */
     char *mem = map_pages(2);
     size_t off = 0, len = 2 * ps;
     MPIR_Pageguard_region_t *r;
@@ -543,12 +558,127 @@ START_TEST(replaced_handler_is_reinstalled)
 }
 END_TEST
 
+/* The program installs its handler after ours, with sigaction: it goes behind ours, reads
+ * back what it installed, and gets the faults that are not ours. */
+START_TEST(program_handler_goes_behind_ours)
+{
+    install_previous();
+    struct sigaction now;
+    ck_assert_int_eq(sigaction(SIGSEGV, NULL, &now), 0);
+    ck_assert(now.sa_sigaction == previous_handler);
+    char *mem = map_pages(2);
+    size_t off = 0, len = 2 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    struct completer c = { r, 1, 20, NULL, 'B' };
+    test_off[0] = 0;
+    test_len[0] = 2 * ps;
+    pthread_t t;
+    pthread_create(&t, NULL, complete_later, &c);
+    ck_assert_int_eq(((volatile char *) mem)[5], 'B');
+    pthread_join(t, NULL);
+    ck_assert_int_eq(previous_called, 0);
+    foreign_page = map_pages(1);
+    mprotect(foreign_page, ps, PROT_NONE);
+    ((volatile char *) foreign_page)[0] = 1;
+    ck_assert_int_eq(previous_called, 1);
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.replaced, 0);
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
+/* A previous handler that leaves with siglongjmp: the next foreign fault reaches it too. */
+static sigjmp_buf jump_back;
+static volatile sig_atomic_t jumped;
+static void jumping_handler(int sig, siginfo_t * info, void *uctx)
+{
+    jumped++;
+    siglongjmp(jump_back, 1);
+}
+
+START_TEST(previous_handler_may_siglongjmp)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = jumping_handler;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, NULL);
+    char *page = map_pages(1);
+    mprotect(page, ps, PROT_NONE);
+    for (int i = 0; i < 3; i++)
+        if (!sigsetjmp(jump_back, 1))
+            ((volatile char *) page)[0] = 1;
+    ck_assert_int_eq(jumped, 3);
+}
+END_TEST
+
+/* A page released by us but still in a registered region, protected again by the program: its
+ * faults are the program's (they used to repeat for ever). */
+START_TEST(released_page_protected_again_is_foreign)
+{
+    install_previous();
+    char *mem = map_pages(2);
+    size_t off = 0, len = 2 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_complete(r, 0);
+    ck_assert(MPIR_Pageguard_all_released(r));
+    foreign_page = mem;
+    mprotect(foreign_page, ps, PROT_NONE);
+    ((volatile char *) foreign_page)[7] = 1;
+    ck_assert_int_eq(previous_called, 1);
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
+/* A thread with SIGSEGV blocked would be killed on a guarded page: it cannot block it. */
+START_TEST(segv_is_never_blocked)
+{
+    sigset_t all, now;
+    sigfillset(&all);
+    ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, &all, NULL), 0);
+    pthread_sigmask(SIG_BLOCK, NULL, &now);
+    ck_assert(!sigismember(&now, SIGSEGV));
+    ck_assert(sigismember(&now, SIGUSR1));
+    ck_assert_int_eq(sigprocmask(SIG_SETMASK, &all, NULL), 0);
+    sigprocmask(SIG_BLOCK, NULL, &now);
+    ck_assert(!sigismember(&now, SIGSEGV));
+    struct sigaction sa, back;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_IGN;
+    sa.sa_mask = all;
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR1, NULL, &back);
+    ck_assert(!sigismember(&back.sa_mask, SIGSEGV));
+
+    char *mem = map_pages(2);
+    size_t off = 0, len = 2 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    struct completer c = { r, 1, 20, NULL, 'M' };
+    test_off[0] = 0;
+    test_len[0] = 2 * ps;
+    pthread_t t;
+    pthread_create(&t, NULL, complete_later, &c);
+    ck_assert_int_eq(((volatile char *) mem)[5], 'M');
+    pthread_join(t, NULL);
+    sigemptyset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, NULL);
+    MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
 START_TEST(replaced_handler_switches_off)
 {
     MPIR_Pageguard_finalize();
     MPIR_Pageguard_config_t cfg = { .on_replaced = MPIR_PAGEGUARD_SWITCH_OFF };
     ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
-    install_previous();
+    install_previous_raw();
     char *mem = map_pages(2);
     size_t off = 0, len = 2 * ps;
     MPIR_Pageguard_region_t *r;
@@ -704,40 +834,77 @@ static int count_before_wait(void *addr)
     return MPIR_PAGEGUARD_WAIT;
 }
 
-/* A thread that must not wait (it holds the lock completions need) gives the page up: the
- * access goes on and the data never lands there. */
-static int forget_instead(void *addr)
+/* A thread that cannot wait (it holds the lock completions need) must not go on without the
+ * data either: the process aborts. */
+static int cannot_wait(void *addr)
 {
     before_wait_calls++;
-    return MPIR_PAGEGUARD_FORGET;
+    return MPIR_PAGEGUARD_CANNOT_WAIT;
 }
 
-START_TEST(before_wait_can_forget_the_page)
+START_TEST(thread_that_cannot_wait_aborts)
 {
     MPIR_Pageguard_finalize();
-    MPIR_Pageguard_config_t cfg = {.before_wait = forget_instead };
+    MPIR_Pageguard_config_t cfg = {.before_wait = cannot_wait };
     ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
     char *mem = map_pages(4);
     size_t off[2] = { 0, 2 * ps }, len[2] = { 2 * ps, 2 * ps };
     MPIR_Pageguard_region_t *r;
     ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 2, off, len, MPIR_PAGEGUARD_RECV, 0, &r),
                      MPIR_PAGEGUARD_OK);
-    memset(MPIR_Pageguard_staging(r), 'q', 4 * ps);
-    before_wait_calls = 0;
-    mem[ps + 5] = 'm';          /* malloc reusing freed memory, say: no wait */
-    ck_assert_int_eq(before_wait_calls, 1);
+    mem[ps + 5] = 'm';          /* SIGABRT here */
+}
+END_TEST
+
+/* The allocator's entry points: free() forgets the receive pages of its chunk (the data is
+ * unwanted, the memory may be reused at once), realloc() waits for them (the data moves). */
+START_TEST(free_forgets_receive_pages)
+{
+    size_t n = 8 * ps;
+    char *mem = malloc(n + ps);
+    ck_assert_int_eq(MPIR_Pageguard_alloc_interposed(), 1);
+    char *buf = (char *) (((uintptr_t) mem + ps - 1) & ~(uintptr_t) (ps - 1));
+    size_t off[1] = { 0 }, len[1] = { n };
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(buf, n, 1, off, len, MPIR_PAGEGUARD_RECV, 0, &r),
+                     MPIR_PAGEGUARD_OK);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(buf, n, MPIR_PAGEGUARD_COUNT), 8);
+    free(mem);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(buf, n, MPIR_PAGEGUARD_COUNT), 0);
     MPIR_Pageguard_stats_t st;
     MPIR_Pageguard_get_stats(&st);
-    ck_assert_uint_eq(st.forgotten, 1);
-    ck_assert_int_eq(MPIR_Pageguard_complete(r, 0), MPIR_PAGEGUARD_OK);
-    ck_assert_int_eq(mem[0], 'q');      /* the other page of the sub-message landed */
-    ck_assert_int_eq(mem[ps + 5], 'm'); /* the forgotten one kept what was written */
-    ck_assert_int_eq(mem[ps + 6], 0x11);
-    ck_assert(!readable(mem + 2 * ps));
-    MPIR_Pageguard_complete(r, 1);
-    ck_assert(MPIR_Pageguard_all_released(r));
+    ck_assert_uint_eq(st.forgotten, 8);
+    char *again = malloc(n + ps);       /* the allocator may write anywhere in it */
+    memset(again, 'z', n + ps);
+    MPIR_Pageguard_complete(r, 0);      /* the late data does not land */
+    ck_assert_int_eq(again[n / 2], 'z');
+    free(again);
     MPIR_Pageguard_unregister(r);
-    munmap(mem, 4 * ps);
+}
+END_TEST
+
+START_TEST(realloc_waits_for_the_data)
+{
+    size_t n = 64 * ps;         /* an mmap'd chunk: moved by mremap */
+    char *mem = malloc(n + ps);
+    char *buf = (char *) (((uintptr_t) mem + ps - 1) & ~(uintptr_t) (ps - 1));
+    split(n, 2, test_off, test_len);
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(buf, n, 2, test_off, test_len, MPIR_PAGEGUARD_RECV,
+                                             0, &r), MPIR_PAGEGUARD_OK);
+    struct completer c = { r, 2, 20, NULL, 'r' };
+    pthread_t t;
+    pthread_create(&t, NULL, complete_later, &c);
+    size_t shift = buf - mem;
+    char *moved = realloc(mem, 4 * n);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(moved[shift], 'r');
+    ck_assert_int_eq(moved[shift + n - 1], 'r' + 1);
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.forgotten, 0);
+    free(moved);
+    MPIR_Pageguard_unregister(r);
 }
 END_TEST
 
@@ -862,7 +1029,9 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, abandoned_region_wakes_waiters);
     tcase_add_test(tc, many_threads_fault_at_once);
     tcase_add_test(tc, guarded_pages_count_and_touch);
-    tcase_add_test(tc, before_wait_can_forget_the_page);
+    tcase_add_test_raise_signal(tc, thread_that_cannot_wait_aborts, SIGABRT);
+    tcase_add_test(tc, free_forgets_receive_pages);
+    tcase_add_test(tc, realloc_waits_for_the_data);
     tcase_add_test(tc, reused_buffer_waits_for_the_newer_region);
     tcase_add_test(tc, wait_is_announced_and_release_latency_recorded);
     tcase_add_test(tc, latency_buckets_are_ordered);
@@ -872,6 +1041,10 @@ static Suite *pageguard_suite(void)
     tcase_add_test_raise_signal(tc, foreign_fault_default_action, SIGSEGV);
     tcase_add_test_raise_signal(tc, null_dereference_default_action, SIGSEGV);
     tcase_add_test(tc, replaced_handler_is_reinstalled);
+    tcase_add_test(tc, program_handler_goes_behind_ours);
+    tcase_add_test(tc, previous_handler_may_siglongjmp);
+    tcase_add_test(tc, released_page_protected_again_is_foreign);
+    tcase_add_test(tc, segv_is_never_blocked);
     tcase_add_test(tc, replaced_handler_switches_off);
     return s;
 }

@@ -11,7 +11,10 @@ mpi_core_sources += \
     src/util/mpir_pageguard/pageguard_fault.c \
     src/util/mpir_pageguard/pageguard_init.c \
     src/util/mpir_pageguard/pageguard_region.c \
-    src/util/mpir_pageguard/pageguard_staging.c
+    src/util/mpir_pageguard/pageguard_staging.c \
+    src/util/mpir_pageguard/pageguard_alloc.c \
+    src/util/mpir_pageguard/pageguard_signal.c \
+    src/util/mpir_pageguard/pageguard_syscalls.c
 
 noinst_HEADERS += \
     src/util/mpir_pageguard/mpir_pageguard.h \

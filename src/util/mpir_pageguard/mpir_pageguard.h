@@ -59,10 +59,10 @@ typedef struct {
     size_t map_budget;          /* extra kernel mappings we may cause; 0: derive from
                                  * /proc/sys/vm/max_map_count */
     MPIR_Pageguard_on_replaced_t on_replaced;
-    /* Called in the handler before a thread waits for a guarded page (may be NULL). A thread
-     * that must not wait -- it holds the lock under which sub-messages complete -- returns
-     * MPIR_PAGEGUARD_FORGET: the page is forgotten (made accessible, its data dropped, as in
-     * MPIR_Pageguard_forget_recv) and the access goes on. */
+    /* Called in the handler before a thread waits for a guarded page (may be NULL). For a
+     * thread that cannot wait -- it holds the lock under which sub-messages complete -- it
+     * says why on stderr (async-signal-safe) and returns MPIR_PAGEGUARD_CANNOT_WAIT: the
+     * process aborts, as going on would read or overwrite a page whose data is still coming. */
     int (*before_wait) (void *addr);
     /* Called in the handler when a thread starts to wait (may be NULL), so that the progress
      * side can wake up. Must be async-signal-safe. */
@@ -71,8 +71,8 @@ typedef struct {
     size_t staging_cache;
 } MPIR_Pageguard_config_t;
 
-#define MPIR_PAGEGUARD_WAIT   0
-#define MPIR_PAGEGUARD_FORGET 1
+#define MPIR_PAGEGUARD_WAIT        0
+#define MPIR_PAGEGUARD_CANNOT_WAIT 1
 
 /* Region flags */
 #define MPIR_PAGEGUARD_TRACE 0x1        /* data is already in place: every sub-message is complete
@@ -91,8 +91,8 @@ typedef struct {
     unsigned long replaced;     /* times our handler was found replaced */
     uint64_t stall_ns;          /* time spent waiting inside the handler */
     unsigned long mprotect_calls;
-    unsigned long forgotten;    /* receive pages dropped: unmapped or reused before their data
-                                 * came (forget_recv, before_wait) */
+    unsigned long forgotten;    /* receive pages dropped: freed or unmapped before their data
+                                 * came (forget_recv) */
     size_t map_budget, maps_in_use;
     unsigned long staging_reused;       /* receive regions that took a kept staging mapping */
     size_t staging_cached;      /* bytes of staging memory kept right now */
@@ -169,6 +169,14 @@ size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard
  * Send regions are left alone (their pages are read until the data has left). Returns the
  * number of pages forgotten. */
 size_t MPIR_Pageguard_forget_recv(const void *addr, size_t len);
+
+/* 1 when this module's free/realloc/reallocarray are the ones the process calls
+ * (pageguard_alloc.c); 0 when another definition comes first. */
+int MPIR_Pageguard_alloc_interposed(void);
+
+/* Open every page still protected and wake its waiters, e.g. after MPIR_Pageguard_complete
+ * failed: the content of those pages is undefined, and the caller reports the error. */
+void MPIR_Pageguard_open_all(MPIR_Pageguard_region_t * region);
 
 /* Remove the region. With pages still protected (an abandoned operation) they are made
  * accessible first and waiters are woken; their content is then undefined. */

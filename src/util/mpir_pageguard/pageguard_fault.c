@@ -14,6 +14,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <linux/futex.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,14 +23,20 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Set while this thread runs the previous handler: if that handler chains back to us (it saved
- * ours as its own previous), we must not call it again. initial-exec: no allocation on access. */
-static __thread int chaining __attribute__ ((tls_model("initial-exec")));
+/* While this thread runs the previous handler: the siginfo it got and where our frame was. If
+ * that handler hands the signal back to us (it saved ours as its own previous), we are called
+ * again with the same siginfo from deeper in the stack, and must not call it again. A handler
+ * that left with siglongjmp leaves these set: a later fault is told apart by coming with
+ * another siginfo, or from no deeper. initial-exec: no allocation on access. */
+static __thread const siginfo_t *chaining_info __attribute__ ((tls_model("initial-exec")));
+static __thread uintptr_t chaining_frame __attribute__ ((tls_model("initial-exec")));
 
-/* An access error that matches no active region may still be ours: the page can have been
- * released, and its region removed, between the fault and this handler. Such a fault does not
- * repeat, so a fault is passed on only when it repeats at the same address. */
+/* An access error that matches no guarded page may still be ours: the page can have been
+ * released, or its region removed, between the fault and this handler. Such a fault does not
+ * repeat, so a fault is passed on only when it repeats at the same address with no release or
+ * removal in between (MPII_pageguard.changes). initial-exec: no allocation on access. */
 static __thread uintptr_t unmatched_addr __attribute__ ((tls_model("initial-exec")));
+static __thread unsigned long unmatched_changes __attribute__ ((tls_model("initial-exec")));
 
 static void handler(int sig, siginfo_t * info, void *uctx);
 
@@ -41,6 +49,7 @@ static void futex_wait(_Atomic unsigned int *word, unsigned int expected)
 
 void MPII_Pageguard_wake(MPIR_Pageguard_region_t * region)
 {
+    atomic_fetch_add(&MPII_pageguard.changes, 1);
     /* seq_cst order: a waiter that announced itself after our load of waiters sees the page
      * released before it sleeps. */
     atomic_fetch_add(&region->seq, 1);
@@ -49,37 +58,58 @@ void MPII_Pageguard_wake(MPIR_Pageguard_region_t * region)
                 NULL, 0);
 }
 
-static int is_ours(const struct sigaction *sa)
+/* The handler we chain to, replaced while the handler may read it: two copies, the one in use
+ * named by an index that flips after the other was written. */
+static struct sigaction previous_copies[2];
+static _Atomic int previous_index;
+
+const struct sigaction *MPII_Pageguard_previous(void)
 {
-    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == handler;
+    return &previous_copies[atomic_load(&previous_index)];
 }
 
-static int install(struct sigaction *previous)
+void MPII_Pageguard_set_previous(const struct sigaction *sa)
 {
-    struct sigaction sa;
+    int next = 1 - atomic_load(&previous_index);
+    previous_copies[next] = *sa;
+    atomic_store(&previous_index, next);
+}
+
+static int install(void)
+{
+    struct sigaction sa, previous;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = handler;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, previous) != 0)
+    if (MPII_Pageguard_real_sigaction(SIGSEGV, &sa, &previous) != 0)
         return MPIR_PAGEGUARD_ERR_OFF;
+    if (!MPII_Pageguard_is_our_handler(&previous))
+        MPII_Pageguard_set_previous(&previous);
     /* Some libraries wrap sigaction and silently keep their own handler: check. */
     struct sigaction now;
-    if (sigaction(SIGSEGV, NULL, &now) != 0 || !is_ours(&now))
+    if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) != 0 ||
+        !MPII_Pageguard_is_our_handler(&now))
         return MPIR_PAGEGUARD_ERR_OFF;
     return MPIR_PAGEGUARD_OK;
 }
 
+int MPII_Pageguard_is_our_handler(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == handler;
+}
+
 int MPII_Pageguard_install_handler(void)
 {
-    return install(&MPII_pageguard.previous);
+    return install();
 }
 
 void MPII_Pageguard_uninstall_handler(void)
 {
     struct sigaction now;
-    if (sigaction(SIGSEGV, NULL, &now) == 0 && is_ours(&now))
-        sigaction(SIGSEGV, &MPII_pageguard.previous, NULL);
+    if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) == 0 &&
+        MPII_Pageguard_is_our_handler(&now))
+        MPII_Pageguard_real_sigaction(SIGSEGV, MPII_Pageguard_previous(), NULL);
 }
 
 int MPIR_Pageguard_check_handler(void)
@@ -87,7 +117,8 @@ int MPIR_Pageguard_check_handler(void)
     struct sigaction now;
     if (!atomic_load(&MPII_pageguard.on))
         return 0;
-    if (sigaction(SIGSEGV, NULL, &now) == 0 && is_ours(&now))
+    if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) == 0 &&
+        MPII_Pageguard_is_our_handler(&now))
         return 1;
     atomic_fetch_add(&MPII_pageguard.replaced, 1);
     if (MPII_pageguard.config.on_replaced == MPIR_PAGEGUARD_SWITCH_OFF) {
@@ -95,7 +126,7 @@ int MPIR_Pageguard_check_handler(void)
         return 0;
     }
     /* Chain to the newcomer from now on, and take the signal back. */
-    if (install(&MPII_pageguard.previous) != MPIR_PAGEGUARD_OK) {
+    if (install() != MPIR_PAGEGUARD_OK) {
         atomic_store(&MPII_pageguard.on, 0);
         return 0;
     }
@@ -105,21 +136,29 @@ int MPIR_Pageguard_check_handler(void)
 /* Not our fault: behave as if we were never installed. */
 static void chain(int sig, siginfo_t * info, void *uctx)
 {
-    const struct sigaction *prev = &MPII_pageguard.previous;
+    const struct sigaction *prev = MPII_Pageguard_previous();
+    uintptr_t frame = (uintptr_t) __builtin_frame_address(0);
     atomic_fetch_add(&MPII_pageguard.foreign_faults, 1);
 
-    if (!chaining) {
+    int handed_back = chaining_info == info && frame < chaining_frame;
+    if (!handed_back) {
+        const siginfo_t *outer_info = chaining_info;
+        uintptr_t outer_frame = chaining_frame;
         if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
-            chaining = 1;
+            chaining_info = info;
+            chaining_frame = frame;
             prev->sa_sigaction(sig, info, uctx);
-            chaining = 0;
+            chaining_info = outer_info;
+            chaining_frame = outer_frame;
             return;
         }
         if (!(prev->sa_flags & SA_SIGINFO) && prev->sa_handler != SIG_DFL &&
             prev->sa_handler != SIG_IGN) {
-            chaining = 1;
+            chaining_info = info;
+            chaining_frame = frame;
             prev->sa_handler(sig);
-            chaining = 0;
+            chaining_info = outer_info;
+            chaining_frame = outer_frame;
             return;
         }
     }
@@ -130,7 +169,7 @@ static void chain(int sig, siginfo_t * info, void *uctx)
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
-    sigaction(sig, &dfl, NULL);
+    MPII_Pageguard_real_sigaction(sig, &dfl, NULL);
     if (info->si_code <= 0)
         raise(sig);
 }
@@ -230,11 +269,10 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
         return;
     }
     if (MPII_pageguard.config.before_wait &&
-        MPII_pageguard.config.before_wait((void *) addr) == MPIR_PAGEGUARD_FORGET) {
-        /* no completion can run meanwhile: the caller holds the lock they need */
-        if (MPII_Pageguard_forget_page(r, page))
-            MPII_Pageguard_wake(r);
-        return;
+        MPII_pageguard.config.before_wait((void *) addr) == MPIR_PAGEGUARD_CANNOT_WAIT) {
+        /* the data cannot come while this thread runs, and going on without it would lose it
+         * silently: the callback has said why */
+        abort();
     }
     uint64_t t0 = MPII_Pageguard_now_ns();
     atomic_fetch_add(&MPII_pageguard.waiting, 1);
@@ -286,14 +324,15 @@ static void handler(int sig, siginfo_t * info, void *uctx)
             }
             MPII_Pageguard_slot_leave(slot);
         }
-        if (released) {
-            /* the fault raced with the page's opening: run the access again */
-            unmatched_addr = 0;
-            errno = saved_errno;
-            return;
-        }
-        if (atomic_load(&MPII_pageguard.on) && unmatched_addr != addr) {
+        /* A released page may have been opened while this fault was on its way: run the
+         * access again. A fault that repeats there with nothing released meanwhile comes from
+         * someone else's protection (the application's mprotect, say) and is theirs, like one
+         * on no region. */
+        unsigned long changes = atomic_load(&MPII_pageguard.changes);
+        if ((released || atomic_load(&MPII_pageguard.on)) &&
+            (unmatched_addr != addr || unmatched_changes != changes)) {
             unmatched_addr = addr;      /* run the instruction once more */
+            unmatched_changes = changes;
             errno = saved_errno;
             return;
         }
@@ -301,6 +340,52 @@ static void handler(int sig, siginfo_t * info, void *uctx)
     }
     chain(sig, info, uctx);
     errno = saved_errno;
+}
+
+/* ---- the handler's own stack ---- */
+
+/* A receive buffer on a thread's stack may be left unread when its function returns: the next
+ * deep call then pushes frames onto guarded pages, and the kernel, with no stack to run the
+ * handler on, kills the process. So every thread that registers a region gets an alternate
+ * signal stack (unless it has one), freed when the thread exits. */
+#define MPII_PAGEGUARD_ALTSTACK_SIZE (64 * 1024)
+
+static pthread_key_t altstack_key;
+static pthread_once_t altstack_once = PTHREAD_ONCE_INIT;
+static __thread int altstack_checked __attribute__ ((tls_model("initial-exec")));
+
+static void altstack_free(void *mem)
+{
+    stack_t now, off = {.ss_flags = SS_DISABLE };
+    if (sigaltstack(NULL, &now) == 0 && now.ss_sp == mem)
+        sigaltstack(&off, NULL);
+    munmap(mem, MPII_PAGEGUARD_ALTSTACK_SIZE);
+}
+
+static void altstack_key_create(void)
+{
+    pthread_key_create(&altstack_key, altstack_free);
+}
+
+void MPII_Pageguard_ensure_altstack(void)
+{
+    stack_t now;
+    if (altstack_checked)
+        return;
+    altstack_checked = 1;
+    if (sigaltstack(NULL, &now) != 0 || !(now.ss_flags & SS_DISABLE))
+        return;
+    void *mem = mmap(NULL, MPII_PAGEGUARD_ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (mem == MAP_FAILED)
+        return;
+    stack_t ss = {.ss_sp = mem,.ss_size = MPII_PAGEGUARD_ALTSTACK_SIZE,.ss_flags = 0 };
+    if (sigaltstack(&ss, NULL) != 0) {
+        munmap(mem, MPII_PAGEGUARD_ALTSTACK_SIZE);
+        return;
+    }
+    pthread_once(&altstack_once, altstack_key_create);
+    pthread_setspecific(altstack_key, mem);
 }
 
 int MPIR_Pageguard_waiting(void)

@@ -13,9 +13,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,6 +91,33 @@ static int open_landing_fd(size_t pagesize)
     return fd;
 }
 
+/* The landing descriptor, checked before each use: the program may have closed it (closefrom,
+ * close_range) and opened a file of its own under the same number, or be a child of fork(),
+ * whose copy writes into the parent. Then a new one is opened; the old number, if taken, is
+ * the program's. */
+int MPII_Pageguard_landing_fd(void)
+{
+    static pthread_mutex_t reopen_lock = PTHREAD_MUTEX_INITIALIZER;
+    struct stat now;
+    int fd = atomic_load(&MPII_pageguard.mem_fd);
+    if (fd >= 0 && MPII_pageguard.mem_pid == getpid() && fstat(fd, &now) == 0 &&
+        now.st_dev == MPII_pageguard.mem_dev && now.st_ino == MPII_pageguard.mem_ino)
+        return fd;
+    pthread_mutex_lock(&reopen_lock);
+    if (atomic_load(&MPII_pageguard.mem_fd) == fd) {
+        int fresh = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+        if (fresh >= 0 && fstat(fresh, &now) == 0) {
+            MPII_pageguard.mem_pid = getpid();
+            MPII_pageguard.mem_dev = now.st_dev;
+            MPII_pageguard.mem_ino = now.st_ino;
+        }
+        atomic_store(&MPII_pageguard.mem_fd, fresh);
+    }
+    fd = atomic_load(&MPII_pageguard.mem_fd);
+    pthread_mutex_unlock(&reopen_lock);
+    return fd;
+}
+
 int MPIR_Pageguard_init(const MPIR_Pageguard_config_t * config)
 {
     if (atomic_load(&MPII_pageguard.on))
@@ -109,6 +138,12 @@ int MPIR_Pageguard_init(const MPIR_Pageguard_config_t * config)
     MPII_pageguard.maps_in_use = 0;
 
     MPII_pageguard.mem_fd = open_landing_fd(MPII_pageguard.pagesize);
+    struct stat st;
+    if (MPII_pageguard.mem_fd >= 0 && fstat(MPII_pageguard.mem_fd, &st) == 0) {
+        MPII_pageguard.mem_pid = getpid();
+        MPII_pageguard.mem_dev = st.st_dev;
+        MPII_pageguard.mem_ino = st.st_ino;
+    }
 
     int rc = MPII_Pageguard_install_handler();
     if (rc != MPIR_PAGEGUARD_OK) {

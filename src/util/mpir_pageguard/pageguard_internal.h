@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 /* Regions registered at once: the handler scans them linearly, so keep this small. */
 #define MPII_PAGEGUARD_MAX_REGIONS 256
@@ -66,15 +67,20 @@ enum { MPII_SLOT_FREE = 0, MPII_SLOT_BUSY = 1, MPII_SLOT_ACTIVE = 2, MPII_SLOT_D
 typedef struct {
     _Atomic int on;
     size_t pagesize;
-    int mem_fd;                 /* /proc/self/mem, or -1 when landing is unavailable */
+    _Atomic int mem_fd;         /* /proc/self/mem, or -1 when landing is unavailable; use
+                                 * MPII_Pageguard_landing_fd */
+    pid_t mem_pid;              /* the process that opened it, and what it is */
+    dev_t mem_dev;
+    ino_t mem_ino;
     MPIR_Pageguard_config_t config;
     pthread_mutex_t lock;       /* slot allocation and budget */
     size_t map_budget, maps_in_use;
     MPII_Pageguard_slot_t slots[MPII_PAGEGUARD_MAX_REGIONS];
+    _Atomic int live_regions;   /* slots ACTIVE: the allocator wrappers' one check */
+    _Atomic unsigned long changes;      /* pages released or forgotten, regions removed */
 
-    struct sigaction previous;  /* the handler we chain to */
     _Atomic unsigned long faults, foreign_faults, replaced, mprotect_calls;
-    _Atomic unsigned long forgotten;    /* pages given up by before_wait */
+    _Atomic unsigned long forgotten;    /* receive pages freed or unmapped before their data */
     _Atomic uint64_t stall_ns;
     _Atomic int waiting;        /* threads waiting in the handler */
     _Atomic uint64_t data_event_ns;     /* MPIR_Pageguard_note_data_event */
@@ -118,6 +124,15 @@ static inline void MPII_Pageguard_slot_leave(MPII_Pageguard_slot_t * slot)
  * was guarded. Callers wake the waiters. Signal-safe (atomics and mprotect). */
 int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p);
 int MPII_Pageguard_install_handler(void);
+int MPII_Pageguard_landing_fd(void);
+int MPII_Pageguard_is_our_handler(const struct sigaction *sa);
+/* The handler foreign faults go to, and its replacement (pageguard_fault.c). */
+const struct sigaction *MPII_Pageguard_previous(void);
+void MPII_Pageguard_set_previous(const struct sigaction *sa);
+/* The C library's sigaction, past our own (pageguard_signal.c). */
+int MPII_Pageguard_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* Give the calling thread an alternate signal stack for the handler, if it has none. */
+void MPII_Pageguard_ensure_altstack(void);
 /* Staging memory of at least len bytes (page multiple), from the cache or a new mapping;
  * *mapped_len is what to hand back. NULL when mmap fails. */
 void *MPII_Pageguard_staging_get(size_t len, size_t * mapped_len);

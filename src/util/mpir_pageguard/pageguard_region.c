@@ -100,7 +100,7 @@ static int protect_runs(MPIR_Pageguard_region_t * r, unsigned char state, int pr
 static int landing_works(uintptr_t page)
 {
     char byte;
-    int fd = MPII_pageguard.mem_fd;
+    int fd = MPII_Pageguard_landing_fd();
     return pread(fd, &byte, 1, (off_t) page) == 1 && pwrite(fd, &byte, 1, (off_t) page) == 1;
 }
 
@@ -122,10 +122,13 @@ static void count_refusal(int rc)
  * its share of the mapping budget. */
 static void retire_slot(MPIR_Pageguard_region_t * r)
 {
-    atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_DYING);
+    if (atomic_exchange(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_DYING) ==
+        MPII_SLOT_ACTIVE)
+        atomic_fetch_sub(&MPII_pageguard.live_regions, 1);
     while (atomic_load(&MPII_pageguard.slots[r->slot].users) > 0)
         sched_yield();
 
+    atomic_fetch_add(&MPII_pageguard.changes, 1);
     pthread_mutex_lock(&MPII_pageguard.lock);
     MPII_pageguard.maps_in_use -= r->maps_reserved;
     r->maps_reserved = 0;
@@ -159,6 +162,7 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
         rc = MPIR_PAGEGUARD_ERR_NOTHING;
         goto fn_fail;
     }
+    MPII_Pageguard_ensure_altstack();
     if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE) &&
         MPII_pageguard.mem_fd < 0) {
         rc = MPIR_PAGEGUARD_ERR_LANDING;
@@ -268,6 +272,7 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
 
     /* Visible to the handler before the first page is protected. */
     atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_ACTIVE);
+    atomic_fetch_add(&MPII_pageguard.live_regions, 1);
 
     size_t done_runs;
     int prot = (kind == MPIR_PAGEGUARD_RECV) ? PROT_NONE : PROT_READ;
@@ -343,6 +348,9 @@ static int land(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi)
         memcpy((void *) lo, src, glo - lo);
     if (ghi < hi)
         memcpy((void *) ghi, src + (ghi - lo), hi - ghi);
+    int fd = MPII_Pageguard_landing_fd();
+    if (fd < 0)
+        return -1;
     /* in runs of pages that were not forgotten (normally one run) */
     for (uintptr_t at = glo; at < ghi;) {
         if (is_forgotten(r, at)) {
@@ -353,7 +361,7 @@ static int land(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi)
         while (stop < ghi && !is_forgotten(r, stop))
             stop = next_page(stop, ghi);
         while (at < stop) {
-            ssize_t n = pwrite(MPII_pageguard.mem_fd, src + (at - lo), stop - at, (off_t) at);
+            ssize_t n = pwrite(fd, src + (at - lo), stop - at, (off_t) at);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0)
@@ -444,12 +452,12 @@ size_t MPIR_Pageguard_forget_recv(const void *addr, size_t len)
         if (!r)
             continue;
         uintptr_t rend = r->gbase + r->npages * ps;
-        if (r->kind == MPIR_PAGEGUARD_RECV && lo < rend && hi > r->gbase) {
+        size_t first = (lo > r->gbase ? lo - r->gbase + ps - 1 : 0) / ps;
+        size_t end = lo < rend && hi > r->gbase ? ((hi < rend ? hi : rend) - r->gbase) / ps : 0;
+        if (r->kind == MPIR_PAGEGUARD_RECV && first < end) {
             /* the lock orders us with landing (complete) and unregistering, which never wait
              * for the allocator while they hold it */
             pthread_mutex_lock(&r->lock);
-            size_t first = (lo > r->gbase ? lo - r->gbase + ps - 1 : 0) / ps;
-            size_t end = ((hi < rend ? hi : rend) - r->gbase) / ps;
             int n = 0;
             for (size_t p = first; p < end; p++)
                 n += MPII_Pageguard_forget_page(r, p);
@@ -477,14 +485,9 @@ void MPIR_Pageguard_first_touch(MPIR_Pageguard_region_t * r, int k, int *order,
     *time_ns = o > 0 ? r->touch_ns[k] : 0;
 }
 
-int MPIR_Pageguard_unregister(MPIR_Pageguard_region_t * r)
+void MPIR_Pageguard_open_all(MPIR_Pageguard_region_t * r)
 {
     size_t done_runs;
-    if (!r)
-        return MPIR_PAGEGUARD_ERR_ARG;
-
-    /* An abandoned region: open what is still protected and wake the waiters first, so that no
-     * handler keeps this slot busy. */
     pthread_mutex_lock(&r->lock);
     if (atomic_load(&r->unreleased) > 0) {
         protect_runs(r, MPII_PAGE_GUARDED, PROT_READ | PROT_WRITE, &done_runs);
@@ -496,7 +499,16 @@ int MPIR_Pageguard_unregister(MPIR_Pageguard_region_t * r)
         MPII_Pageguard_wake(r);
     }
     pthread_mutex_unlock(&r->lock);
+}
 
+int MPIR_Pageguard_unregister(MPIR_Pageguard_region_t * r)
+{
+    if (!r)
+        return MPIR_PAGEGUARD_ERR_ARG;
+
+    /* An abandoned region: open what is still protected and wake the waiters first, so that no
+     * handler keeps this slot busy. */
+    MPIR_Pageguard_open_all(r);
     retire_slot(r);
     free_region(r);
     return MPIR_PAGEGUARD_OK;

@@ -15,6 +15,7 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_entry.c \
     src/mpi/coll/tnbc/tnbc_gather.c \
     src/mpi/coll/tnbc/tnbc_init.c \
+    src/mpi/coll/tnbc/tnbc_late_error.c \
     src/mpi/coll/tnbc/tnbc_neighbor.c \
     src/mpi/coll/tnbc/tnbc_node.c \
     src/mpi/coll/tnbc/tnbc_op.c \
@@ -24,8 +25,7 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_sched.c \
     src/mpi/coll/tnbc/tnbc_sched_reduce.c \
     src/mpi/coll/tnbc/tnbc_settle.c \
-    src/mpi/coll/tnbc/tnbc_stats.c \
-    src/mpi/coll/tnbc/tnbc_syscalls.c
+    src/mpi/coll/tnbc/tnbc_stats.c
 
 noinst_HEADERS += \
     src/include/mpir_tnbc.h \

@@ -22,7 +22,6 @@
 #include "tnbc_impl.h"
 #include "netmod_tnbc.h"
 
-#include "mpir_ext.h"    /* MPIR_Err_get_string */
 
 #include <poll.h>
 #include <pthread.h>
@@ -203,21 +202,13 @@ static void add_op(MPII_Tnbc_op_t * op)
     wake_helper();
 }
 
-static void report_late_error(const MPII_Tnbc_op_info_t * info)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    MPIR_Err_get_string(info->error, msg, MPI_MAX_ERROR_STRING, NULL);
-    fprintf(stderr, "[tnbc %d] %s failed after it returned early: %s\n", MPIR_Process.rank,
-            MPIR_Tnbc_coll_name(info->coll), msg);
-}
-
 static void retire_op(MPII_Tnbc_op_t * op)
 {
     MPII_Tnbc_op_info_t info;
     MPII_Tnbc_op_info(op, &info);
     MPII_Tnbc_stats_op_done(MPII_Tnbc_now_ns() - info.t_start_ns, info.error);
     if (info.error)
-        report_late_error(&info);
+        MPII_Tnbc_late_error_raise(info.comm, info.coll, info.error);
     unlink_op(op);
     if (on_helper) {
         *MPII_Tnbc_op_link(op) = engine.retired;
@@ -228,8 +219,8 @@ static void retire_op(MPII_Tnbc_op_t * op)
 }
 
 /* Progress hook: advance every operation, retire the finished ones. An error of an
- * early-returned operation cannot reach its (returned) call: it is reported when the
- * operation retires, and its pages are released. */
+ * early-returned operation cannot reach its (returned) call: it is raised when the operation
+ * retires (tnbc_late_error.c), and its pages are released. */
 static int poll_all(int *made_progress)
 {
     MPII_Tnbc_op_t *op = engine.head, *next;
@@ -436,16 +427,30 @@ static void *helper_main(void *arg)
 /* ---- page-guard callbacks (in the signal handler: async-signal-safe only) ---- */
 
 /* The handler is about to wait for a page. A thread that holds the global lock would wait for
- * a progress engine that needs that lock. MPICH itself never reads or writes an application
- * buffer of a pending collective (the settle hooks in the bindings complete those first), so
- * such an access comes from the allocator reusing memory the application freed before its
- * data came (malloc writing its bookkeeping into a freed chunk during a free() of MPICH's):
- * the data is no longer wanted there, and the page is given up instead of waited for. It is
- * counted in the statistics ("pages freed before their data came"). */
+ * a progress engine that needs that lock, and going on without the data would lose it. MPICH's
+ * own accesses to application buffers are settled before it takes the lock (the bindings'
+ * hooks, MPI_Start included), and buffers the application frees are forgotten by free()
+ * (src/util/mpir_pageguard/pageguard_alloc.c), so what is left reads or writes live data from
+ * inside MPICH: a user callback run under the lock (an attribute copy function, a generalized
+ * request's query), or target-side RMA on a pending buffer. Say so and abort. */
+static void cannot_wait_message(void)
+{
+    static const char msg[] =
+        "mpich-tnbc: fatal: a thread inside MPICH (a user callback run by MPICH, or RMA on a "
+        "window) touched a buffer of a collective that returned early before its data "
+        "arrived; it cannot wait while it holds MPICH's lock. Read the buffer before, or run "
+        "with MPIR_CVAR_TNBC_ENABLE=0.\n";
+    ssize_t rc = syscall(SYS_write, 2, msg, sizeof(msg) - 1);
+    (void) rc;
+}
+
 static int before_wait(void *addr)
 {
     (void) addr;
-    return holds_global_lock()? MPIR_PAGEGUARD_FORGET : MPIR_PAGEGUARD_WAIT;
+    if (!holds_global_lock())
+        return MPIR_PAGEGUARD_WAIT;
+    cannot_wait_message();
+    return MPIR_PAGEGUARD_CANNOT_WAIT;
 }
 
 /* ---- start and stop ---- */
@@ -468,6 +473,19 @@ static void start_helper(void)
         return;
     __atomic_store_n(&engine.stop, 0, __ATOMIC_SEQ_CST);
     engine.have_thread = (pthread_create(&engine.thread, NULL, helper_main, NULL) == 0);
+}
+
+/* fork() with collectives in flight: the child would inherit their guarded pages with no
+ * helper to bring the data (which comes to the parent only) and wait for ever on a touch, so
+ * fork() waits for everything first. A thread inside MPICH cannot (MPICH does not fork). */
+static void fork_prepare(void)
+{
+    if (!__atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_SEQ_CST) || holds_global_lock())
+        return;
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    int mpi_errno = MPIR_Tnbc_settle_all();
+    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    (void) mpi_errno;   /* a failed operation has opened its pages and raised its error */
 }
 
 static int engine_start(void)
@@ -494,6 +512,9 @@ static int engine_start(void)
     engine.net_fd = MPIR_CVAR_TNBC_HELPER_WAKEUP ? MPIDI_NM_tnbc_event_fd() : -1;
     mpi_errno = MPIR_Progress_hook_register(poll_all, &engine.hook_id);
     MPIR_ERR_CHECK(mpi_errno);
+    static int atfork_registered;       /* handlers stay registered for the process's life */
+    if (!atfork_registered)
+        atfork_registered = (pthread_atfork(fork_prepare, NULL, NULL) == 0);
     engine.started = 1;
 
   fn_exit:
@@ -627,6 +648,12 @@ int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
             op = NULL;
         }
     }
+    /* an earlier operation on this communicator that failed after it returned; a call that
+     * hands its operation back (to unpack or trace it) leaves it to the next one */
+    if (!op) {
+        mpi_errno = MPII_Tnbc_late_error_take(args->comm);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
 
   fn_exit:
     *op_out = op;
@@ -670,6 +697,7 @@ int MPIR_Tnbc_finalize_drain(void)
      * may free its communicator (attribute callbacks expect the lock) */
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     free_retired();
+    MPII_Tnbc_late_error_drop(NULL);
     mpi_errno = MPII_Tnbc_stats_reduce_and_print();
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     MPII_Tnbc_node_finalize();

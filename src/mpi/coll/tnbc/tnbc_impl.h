@@ -217,8 +217,14 @@ int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg);
 int MPII_Tnbc_engine_uses_comm(const MPIR_Comm * comm);
 /* Free the operations the helper finished (an application thread, under the global lock). */
 void MPII_Tnbc_engine_reap(void);
+
+/* Errors after the early return (tnbc_late_error.c): raise when an operation retires with one;
+ * take returns the one kept for comm (MPI_SUCCESS if none); drop reports and forgets those of
+ * comm (NULL: all). Under the global lock. */
+void MPII_Tnbc_late_error_raise(MPIR_Comm * comm, int coll, int error);
+int MPII_Tnbc_late_error_take(MPIR_Comm * comm);
+void MPII_Tnbc_late_error_drop(MPIR_Comm * comm);
 int MPII_Tnbc_engine_finalize(void);
-void MPII_Tnbc_tune_malloc(void);       /* tnbc_syscalls.c: free() unmaps send buffers safely */
 
 /* ---- access orders (tnbc_access.c): trace runs, profiles, call sites ---- */
 

@@ -6,6 +6,9 @@
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
 
+#include <limits.h>
+#include <malloc.h>
+
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
 
@@ -79,6 +82,26 @@ MPIR_Tnbc_policy_t MPII_Tnbc_policy;
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV) | \
                                    MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLW))
 
+/* glibc's default mmap threshold of free()d chunks */
+#define MPII_TNBC_MMAP_THRESHOLD (128 * 1024)
+
+static void tune_malloc(void)
+{
+    /* our free() waits for a send buffer's data and forgets a receive buffer's before the
+     * memory goes back to the allocator (src/util/mpir_pageguard/pageguard_alloc.c) */
+    if (MPIR_Pageguard_alloc_interposed())
+        return;
+#ifdef M_MMAP_THRESHOLD
+    /* another free() comes first: send-guarded buffers (> MPIR_CVAR_TNBC_SEND_COPY_MAX) must
+     * be unmapped by free() outside the allocator's lock, so keep them mmap'd chunks (a fixed
+     * threshold; glibc's dynamic one would move them into the heap), and never trim the heap
+     * if guards can be smaller */
+    mallopt(M_MMAP_THRESHOLD, MPII_TNBC_MMAP_THRESHOLD);
+    if (MPIR_CVAR_TNBC_SEND_COPY_MAX < MPII_TNBC_MMAP_THRESHOLD)
+        mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
+}
+
 int MPIR_Tnbc_init(void)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -100,7 +123,7 @@ int MPIR_Tnbc_init(void)
     mpi_errno = MPII_Tnbc_access_init();
     MPIR_ERR_CHECK(mpi_errno);
     if (MPIR_CVAR_TNBC_ENABLE)
-        MPII_Tnbc_tune_malloc();        /* before the application allocates its buffers */
+        tune_malloc();  /* before the application allocates its buffers */
 
   fn_exit:
     return mpi_errno;

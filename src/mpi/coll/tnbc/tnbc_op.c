@@ -320,19 +320,32 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     goto fn_exit;
 }
 
+/* The data could not be landed or its pages opened (the landing write failed, mprotect ran out
+ * of kernel mappings): a reader must not wait for ever, and must not take what it finds for
+ * the result. Every page is opened and the operation fails (tnbc_engine.c reports it). */
+static void guard_failed(MPII_Tnbc_op_t * op, MPIR_Pageguard_region_t * region)
+{
+    MPIR_Pageguard_open_all(region);
+    if (!op->error)
+        op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_INTERN, "**fail", 0);
+}
+
 /* A receive (or self copy) filled receive sub-message k. */
 static void recv_sub_done(MPII_Tnbc_op_t * op, int k)
 {
-    if (op->recv_mode == MPII_TNBC_RECV_GUARDED)
-        MPIR_Pageguard_complete(op->recv_region, k);
+    if (op->recv_mode == MPII_TNBC_RECV_GUARDED &&
+        MPIR_Pageguard_complete(op->recv_region, k) != MPIR_PAGEGUARD_OK)
+        guard_failed(op, op->recv_region);
 }
 
 static void send_done(MPII_Tnbc_op_t * op, int k)
 {
     if (k < 0)
         return;
-    if (--op->send_left[k] == 0 && op->send_mode == MPII_TNBC_SEND_GUARDED)
-        MPIR_Pageguard_complete(op->send_region, k);
+    if (--op->send_left[k] == 0 && op->send_mode == MPII_TNBC_SEND_GUARDED &&
+        MPIR_Pageguard_complete(op->send_region, k) != MPIR_PAGEGUARD_OK)
+        guard_failed(op, op->send_region);
 }
 
 static int post_entry(MPII_Tnbc_op_t * op, int i)

@@ -11,6 +11,7 @@
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
+#include "netmod_tnbc.h"
 
 static int settle_until(int (*cond) (const void *), const void *arg)
 {
@@ -80,5 +81,32 @@ int MPIR_Tnbc_settle_comm(MPIR_Comm * comm_ptr)
     int mpi_errno = settle_until(comm_clear_cond, comm_ptr);
     /* finished operations hold the communicator too: let it go with the application's free */
     MPII_Tnbc_engine_reap();
+    MPII_Tnbc_late_error_drop(comm_ptr);
     return mpi_errno;
+}
+
+/* MPI_Start(all) and MPI_Pready*: the request was made with its buffer earlier, perhaps before
+ * the collective that guards it began; the device keeps the arguments. */
+int MPIR_Tnbc_settle_requests(int count, MPIR_Request * const *requests)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    for (int i = 0; i < count; i++) {
+        const void *buf;
+        MPI_Aint n;
+        MPI_Datatype datatype;
+        if (!requests[i])
+            continue;
+        if (requests[i]->kind == MPIR_REQUEST_KIND__PREQUEST_COLL)
+            /* a persistent collective's schedule keeps its buffers out of reach */
+            mpi_errno = MPIR_Tnbc_settle_all();
+        else if (MPIDI_NM_tnbc_request_buffer(requests[i], &buf, &n, &datatype))
+            mpi_errno = MPIR_Tnbc_settle_buf(buf, n, datatype);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }

@@ -4,8 +4,9 @@
  */
 
 /* What the T-NBC family (src/mpi/coll/tnbc) needs from the network module: a file descriptor
- * on which its helper thread can sleep until the network has news, and a word before memory
- * goes away. Implemented by the UCX netmod (ucx_tnbc.c). */
+ * on which its helper thread can sleep until the network has news, a word before memory goes
+ * away, and the buffers of requests made earlier. Implemented by the UCX netmod
+ * (ucx_tnbc.c). */
 
 #ifndef NETMOD_TNBC_H_INCLUDED
 #define NETMOD_TNBC_H_INCLUDED
@@ -31,5 +32,10 @@ int MPIDI_NM_tnbc_arm(int drained);
 /* cb(addr, len) runs before [addr, addr + len) is unmapped by anyone in the process (munmap,
  * a heap trim, mremap's old range). Returns 1 when the network layer can report this. */
 int MPIDI_NM_tnbc_watch_unmaps(void (*cb) (void *addr, size_t len));
+
+/* The buffer a persistent point-to-point or partitioned request was made with: 1 and the
+ * arguments, or 0 for other requests. */
+int MPIDI_NM_tnbc_request_buffer(MPIR_Request * req, const void **buf, MPI_Aint * count,
+                                 MPI_Datatype * datatype);
 
 #endif /* NETMOD_TNBC_H_INCLUDED */

@@ -73,3 +73,26 @@ int MPIDI_NM_tnbc_watch_unmaps(void (*cb) (void *addr, size_t len))
     /* negative priority: called before the memory goes away */
     return set(UCM_EVENT_VM_UNMAPPED, -1, on_vm_unmapped, NULL) == UCS_OK;
 }
+
+/* ---- requests made earlier ---- */
+
+int MPIDI_NM_tnbc_request_buffer(MPIR_Request * req, const void **buf, MPI_Aint * count,
+                                 MPI_Datatype * datatype)
+{
+    switch (req->kind) {
+        case MPIR_REQUEST_KIND__PREQUEST_SEND:
+        case MPIR_REQUEST_KIND__PREQUEST_RECV:
+            *buf = MPIDI_PREQUEST(req, buffer);
+            *count = MPIDI_PREQUEST(req, count);
+            *datatype = MPIDI_PREQUEST(req, datatype);
+            return 1;
+        case MPIR_REQUEST_KIND__PART_SEND:
+        case MPIR_REQUEST_KIND__PART_RECV:
+            *buf = MPIDI_PART_REQUEST(req, buffer);
+            *count = MPIDI_PART_REQUEST(req, count);
+            *datatype = MPIDI_PART_REQUEST(req, datatype);
+            return 1;
+        default:
+            return 0;
+    }
+}

@@ -1,0 +1,89 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Errors after the early return. An operation that fails once its call has returned (a
+ * truncation from mismatched counts, a failed peer, a landing that could not be done) cannot
+ * change what that call returned. Its error goes through the communicator's error handler:
+ *  - at once when the handler aborts (MPI_ERRORS_ARE_FATAL, the default, or MPI_ERRORS_ABORT):
+ *    the program never goes on with partial data;
+ *  - otherwise it is kept and returned by the next collective on that communicator that T-NBC
+ *    returns early (the handler runs there, in the application's thread), or reported on stderr if the
+ *    communicator is freed or MPI finalized first.
+ * Raised from the helper thread too, so keeping an error allocates nothing: a few slots, each
+ * holding a reference to its communicator. All under MPICH's global lock. */
+
+#include "mpiimpl.h"
+#include "tnbc_impl.h"
+
+#include "mpir_ext.h"    /* MPIR_Err_get_string */
+
+#define MPII_TNBC_LATE_ERRORS 16
+
+static struct {
+    MPIR_Comm *comm;
+    int error;
+    int coll;
+} late[MPII_TNBC_LATE_ERRORS];
+
+static void report(MPIR_Comm * comm, int coll, int error, const char *fate)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    MPIR_Err_get_string(error, msg, MPI_MAX_ERROR_STRING, NULL);
+    fprintf(stderr, "[tnbc %d] %s failed after it returned early (%s): %s\n", MPIR_Process.rank,
+            MPIR_Tnbc_coll_name(coll), fate, msg);
+}
+
+static int handler_aborts(MPIR_Comm * comm)
+{
+    MPIR_Comm *c = comm->errhandler ? comm : MPIR_Process.comm_world;
+    return !c || !c->errhandler || c->errhandler->handle == MPI_ERRORS_ARE_FATAL ||
+        c->errhandler->handle == MPI_ERRORS_ABORT;
+}
+
+void MPII_Tnbc_late_error_raise(MPIR_Comm * comm, int coll, int error)
+{
+    if (handler_aborts(comm)) {
+        report(comm, coll, error, "the communicator's error handler aborts");
+        MPIR_Err_return_comm(comm, MPIR_Tnbc_coll_name(coll), error);   /* does not return */
+        return;
+    }
+    for (int i = 0; i < MPII_TNBC_LATE_ERRORS; i++) {
+        if (late[i].comm == comm)
+            return;     /* one kept per communicator: the first */
+        if (!late[i].comm) {
+            MPIR_Comm_add_ref(comm);
+            late[i].comm = comm;
+            late[i].error = error;
+            late[i].coll = coll;
+            return;
+        }
+    }
+    report(comm, coll, error, "not returned: too many kept");
+}
+
+int MPII_Tnbc_late_error_take(MPIR_Comm * comm)
+{
+    for (int i = 0; i < MPII_TNBC_LATE_ERRORS; i++) {
+        if (late[i].comm == comm) {
+            int error = late[i].error;
+            late[i].comm = NULL;
+            MPIR_Comm_release(comm);
+            return error;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+void MPII_Tnbc_late_error_drop(MPIR_Comm * comm)
+{
+    for (int i = 0; i < MPII_TNBC_LATE_ERRORS; i++) {
+        if (late[i].comm && (!comm || late[i].comm == comm)) {
+            MPIR_Comm *c = late[i].comm;
+            report(c, late[i].coll, late[i].error, "no later collective returned it");
+            late[i].comm = NULL;
+            MPIR_Comm_release(c);
+        }
+    }
+}

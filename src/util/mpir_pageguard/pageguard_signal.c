@@ -1,0 +1,122 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Signal dispositions and masks while the page guards are on. Every access to a guarded page
+ * must reach our SIGSEGV handler:
+ *  - sigaction() and signal() for SIGSEGV put the program's handler behind ours: it becomes the
+ *    one foreign faults are passed to, and reading the disposition back gives what the program
+ *    installed. (Installed over ours, it would see our faults first and take them for its own.)
+ *  - a thread with SIGSEGV blocked that touches a guarded page is killed by the kernel, so
+ *    sigprocmask() and pthread_sigmask() leave SIGSEGV unblocked, and handlers installed with
+ *    sigaction() do not get it in their mask. A synchronous fault cannot be blocked anyway (the
+ *    kernel kills instead); only a SIGSEGV sent with kill(2) now arrives instead of pending.
+ * With the guards off they go straight to the next definitions (libc's). */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "pageguard_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MPII_PAGEGUARD_EXPORT __attribute__ ((visibility("default")))
+
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+static struct {
+    int (*sigaction) (int, const struct sigaction *, struct sigaction *);
+    int (*sigprocmask) (int, const sigset_t *, sigset_t *);
+    int (*pthread_sigmask) (int, const sigset_t *, sigset_t *);
+} next;
+
+__attribute__ ((constructor))
+static void MPII_Pageguard_signal_resolve(void)
+{
+    next.sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
+        dlsym(RTLD_NEXT, "sigaction");
+    next.sigprocmask = (int (*)(int, const sigset_t *, sigset_t *)) dlsym(RTLD_NEXT,
+                                                                           "sigprocmask");
+    next.pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))
+        dlsym(RTLD_NEXT, "pthread_sigmask");
+}
+
+int MPII_Pageguard_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    return next.sigaction ? next.sigaction(sig, act, old) : __sigaction(sig, act, old);
+}
+
+static inline int guards_on(void)
+{
+    return atomic_load_explicit(&MPII_pageguard.on, memory_order_relaxed);
+}
+
+MPII_PAGEGUARD_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (guards_on() && sig == SIGSEGV) {
+        struct sigaction now;
+        if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) == 0 &&
+            MPII_Pageguard_is_our_handler(&now)) {
+            struct sigaction previous = *MPII_Pageguard_previous();
+            if (act && !MPII_Pageguard_is_our_handler(act))
+                MPII_Pageguard_set_previous(act);
+            if (old)
+                *old = previous;
+            return 0;
+        }
+    }
+    if (guards_on() && act && sigismember(&act->sa_mask, SIGSEGV)) {
+        struct sigaction unmasked = *act;
+        sigdelset(&unmasked.sa_mask, SIGSEGV);
+        return MPII_Pageguard_real_sigaction(sig, &unmasked, old);
+    }
+    return MPII_Pageguard_real_sigaction(sig, act, old);
+}
+
+/* glibc's signal() calls its own sigaction directly: BSD semantics, through ours */
+MPII_PAGEGUARD_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+    struct sigaction act, old;
+    memset(&act, 0, sizeof(act));
+    act.sa_handler = handler;
+    act.sa_flags = SA_RESTART;
+    sigemptyset(&act.sa_mask);
+    sigaddset(&act.sa_mask, sig);
+    if (sigaction(sig, &act, &old) != 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+/* The set to pass on: set itself, or a copy without SIGSEGV. */
+static const sigset_t *without_segv(int how, const sigset_t *set, sigset_t *copy)
+{
+    if (!set || how == SIG_UNBLOCK || !guards_on() || !sigismember(set, SIGSEGV))
+        return set;
+    *copy = *set;
+    sigdelset(copy, SIGSEGV);
+    return copy;
+}
+
+MPII_PAGEGUARD_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    sigset_t copy;
+    set = without_segv(how, set, &copy);
+    if (next.sigprocmask)
+        return next.sigprocmask(how, set, old);
+    return syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
+}
+
+MPII_PAGEGUARD_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    sigset_t copy;
+    set = without_segv(how, set, &copy);
+    if (next.pthread_sigmask)
+        return next.pthread_sigmask(how, set, old);
+    int rc = (int) syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
+    return rc == 0 ? 0 : errno;
+}

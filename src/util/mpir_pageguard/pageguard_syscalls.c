@@ -1,0 +1,336 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* System calls on guarded buffers. The kernel does not fault on a protected page: read(2) into
+ * or write(2) from a buffer whose data has not landed returns EFAULT. So libmpi defines the
+ * common libc entry points that let the kernel read or write user memory -- read, write,
+ * pread(64), pwrite(64), readv, writev, preadv(64), pwritev(64), recv, send, recvfrom, sendto,
+ * recvmsg, sendmsg, getrandom, fread, fwrite, and the _FORTIFY_SOURCE variants __read_chk,
+ * __pread(64)_chk, __recv_chk, __recvfrom_chk, __fread_chk -- and while any region is
+ * registered they touch the guarded pages of the buffers first (the fault handler waits for
+ * the data), then call the next definition (libc's), so they stay cancellation points. With no
+ * region registered they cost one atomic load. Not covered: other system calls, and libraries
+ * that issue raw system calls (README.tnbc). */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "pageguard_internal.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define MPII_PAGEGUARD_EXPORT __attribute__ ((visibility("default")))
+
+/* The next definitions (libc's), looked up before the program's threads start (dlsym is not
+ * async-signal-safe, and read and write are), or at first use by an earlier constructor. */
+enum {
+    NEXT_READ,
+    NEXT_WRITE,
+    NEXT_PREAD64,
+    NEXT_PWRITE64,
+    NEXT_READV,
+    NEXT_WRITEV,
+    NEXT_PREADV64,
+    NEXT_PWRITEV64,
+    NEXT_RECV,
+    NEXT_SEND,
+    NEXT_RECVFROM,
+    NEXT_SENDTO,
+    NEXT_RECVMSG,
+    NEXT_SENDMSG,
+    NEXT_GETRANDOM,
+    NEXT_FREAD,
+    NEXT_FWRITE,
+    NEXT_READ_CHK,
+    NEXT_PREAD_CHK,
+    NEXT_PREAD64_CHK,
+    NEXT_RECV_CHK,
+    NEXT_RECVFROM_CHK,
+    NEXT_FREAD_CHK,
+    NEXT_COUNT
+};
+
+static const char *const next_name[NEXT_COUNT] = {
+    "read",
+    "write",
+    "pread64",
+    "pwrite64",
+    "readv",
+    "writev",
+    "preadv64",
+    "pwritev64",
+    "recv",
+    "send",
+    "recvfrom",
+    "sendto",
+    "recvmsg",
+    "sendmsg",
+    "getrandom",
+    "fread",
+    "fwrite",
+    "__read_chk",
+    "__pread_chk",
+    "__pread64_chk",
+    "__recv_chk",
+    "__recvfrom_chk",
+    "__fread_chk",
+};
+
+static void *next[NEXT_COUNT];
+
+__attribute__ ((constructor))
+static void MPII_Pageguard_syscalls_resolve(void)
+{
+    for (int i = 0; i < NEXT_COUNT; i++)
+        next[i] = dlsym(RTLD_NEXT, next_name[i]);
+}
+
+/* Libraries loaded before libmpi may call these from their own constructors, before ours. */
+static inline void *next_of(int i)
+{
+    if (!next[i])
+        next[i] = dlsym(RTLD_NEXT, next_name[i]);
+    return next[i];
+}
+
+static inline int any_guards(void)
+{
+    return atomic_load_explicit(&MPII_pageguard.live_regions, memory_order_relaxed) > 0;
+}
+
+/* The kernel will write (into=1) or read (into=0) [buf, buf + len). */
+static inline void settle(const void *buf, size_t len, int into)
+{
+    if (any_guards() && buf && len)
+        MPIR_Pageguard_guarded_pages(buf, len,
+                                     into ? MPIR_PAGEGUARD_TOUCH_WRITE : MPIR_PAGEGUARD_TOUCH_READ);
+}
+
+static void settle_iov(const struct iovec *iov, int iovcnt, int into)
+{
+    if (!any_guards() || !iov)
+        return;
+    for (int i = 0; i < iovcnt; i++)
+        settle(iov[i].iov_base, iov[i].iov_len, into);
+}
+
+static void settle_msg(const struct msghdr *msg, int into)
+{
+    if (!any_guards() || !msg)
+        return;
+    settle_iov(msg->msg_iov, (int) msg->msg_iovlen, into);
+    settle(msg->msg_control, msg->msg_controllen, into);
+    if (into)
+        settle(msg->msg_name, msg->msg_namelen, into);
+}
+
+typedef ssize_t(*rw_fn) (int, void *, size_t);
+typedef ssize_t(*prw_fn) (int, void *, size_t, off_t);
+typedef ssize_t(*rwv_fn) (int, const struct iovec *, int);
+typedef ssize_t(*prwv_fn) (int, const struct iovec *, int, off_t);
+typedef ssize_t(*sr_fn) (int, void *, size_t, int);
+typedef ssize_t(*srto_fn) (int, void *, size_t, int, void *, socklen_t *);
+typedef ssize_t(*msg_fn) (int, void *, int);
+typedef size_t(*stdio_fn) (void *, size_t, size_t, FILE *);
+
+MPII_PAGEGUARD_EXPORT ssize_t read(int fd, void *buf, size_t count)
+{
+    settle(buf, count, 1);
+    return ((rw_fn) next_of(NEXT_READ))(fd, buf, count);
+}
+
+MPII_PAGEGUARD_EXPORT ssize_t write(int fd, const void *buf, size_t count)
+{
+    settle(buf, count, 0);
+    return ((rw_fn) next_of(NEXT_WRITE))(fd, (void *) buf, count);
+}
+
+/* 64-bit: pread and pread64 (and the others) are the same call. Named through asm labels
+ * because the headers may already map pread to pread64 (_FILE_OFFSET_BITS=64). */
+ssize_t MPII_Pageguard_pread(int, void *, size_t, off_t) __asm__("pread");
+ssize_t MPII_Pageguard_pread64(int, void *, size_t, off_t) __asm__("pread64");
+ssize_t MPII_Pageguard_pwrite(int, const void *, size_t, off_t) __asm__("pwrite");
+ssize_t MPII_Pageguard_pwrite64(int, const void *, size_t, off_t) __asm__("pwrite64");
+ssize_t MPII_Pageguard_preadv(int, const struct iovec *, int, off_t) __asm__("preadv");
+ssize_t MPII_Pageguard_preadv64(int, const struct iovec *, int, off_t) __asm__("preadv64");
+ssize_t MPII_Pageguard_pwritev(int, const struct iovec *, int, off_t) __asm__("pwritev");
+ssize_t MPII_Pageguard_pwritev64(int, const struct iovec *, int, off_t) __asm__("pwritev64");
+
+MPII_PAGEGUARD_EXPORT ssize_t MPII_Pageguard_pread(int fd, void *buf, size_t count, off_t off)
+{
+    settle(buf, count, 1);
+    return ((prw_fn) next_of(NEXT_PREAD64))(fd, buf, count, off);
+}
+
+MPII_PAGEGUARD_EXPORT ssize_t MPII_Pageguard_pread64(int fd, void *buf, size_t count, off_t off)
+{
+    return MPII_Pageguard_pread(fd, buf, count, off);
+}
+
+MPII_PAGEGUARD_EXPORT
+ssize_t MPII_Pageguard_pwrite(int fd, const void *buf, size_t count, off_t off)
+{
+    settle(buf, count, 0);
+    return ((prw_fn) next_of(NEXT_PWRITE64))(fd, (void *) buf, count, off);
+}
+
+MPII_PAGEGUARD_EXPORT
+ssize_t MPII_Pageguard_pwrite64(int fd, const void *buf, size_t count, off_t off)
+{
+    return MPII_Pageguard_pwrite(fd, buf, count, off);
+}
+
+MPII_PAGEGUARD_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+    settle_iov(iov, iovcnt, 1);
+    return ((rwv_fn) next_of(NEXT_READV))(fd, iov, iovcnt);
+}
+
+MPII_PAGEGUARD_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+    settle_iov(iov, iovcnt, 0);
+    return ((rwv_fn) next_of(NEXT_WRITEV))(fd, iov, iovcnt);
+}
+
+MPII_PAGEGUARD_EXPORT
+ssize_t MPII_Pageguard_preadv(int fd, const struct iovec *iov, int iovcnt, off_t off)
+{
+    settle_iov(iov, iovcnt, 1);
+    return ((prwv_fn) next_of(NEXT_PREADV64))(fd, iov, iovcnt, off);
+}
+
+MPII_PAGEGUARD_EXPORT
+ssize_t MPII_Pageguard_preadv64(int fd, const struct iovec *iov, int iovcnt, off_t off)
+{
+    return MPII_Pageguard_preadv(fd, iov, iovcnt, off);
+}
+
+MPII_PAGEGUARD_EXPORT
+ssize_t MPII_Pageguard_pwritev(int fd, const struct iovec *iov, int iovcnt, off_t off)
+{
+    settle_iov(iov, iovcnt, 0);
+    return ((prwv_fn) next_of(NEXT_PWRITEV64))(fd, iov, iovcnt, off);
+}
+
+MPII_PAGEGUARD_EXPORT
+ssize_t MPII_Pageguard_pwritev64(int fd, const struct iovec *iov, int iovcnt, off_t off)
+{
+    return MPII_Pageguard_pwritev(fd, iov, iovcnt, off);
+}
+
+MPII_PAGEGUARD_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+    settle(buf, len, 1);
+    return ((sr_fn) next_of(NEXT_RECV))(fd, buf, len, flags);
+}
+
+MPII_PAGEGUARD_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+    settle(buf, len, 0);
+    return ((sr_fn) next_of(NEXT_SEND))(fd, (void *) buf, len, flags);
+}
+
+MPII_PAGEGUARD_EXPORT
+ssize_t recvfrom(int fd, void *buf, size_t len, int flags, __SOCKADDR_ARG src, socklen_t * alen)
+{
+    settle(buf, len, 1);
+    return ((srto_fn) next_of(NEXT_RECVFROM))(fd, buf, len, flags, (void *) src.__sockaddr__, alen);
+}
+
+MPII_PAGEGUARD_EXPORT
+ssize_t sendto(int fd, const void *buf, size_t len, int flags, __CONST_SOCKADDR_ARG dst,
+               socklen_t alen)
+{
+    typedef ssize_t(*sendto_fn) (int, const void *, size_t, int, const void *, socklen_t);
+    settle(buf, len, 0);
+    return ((sendto_fn) next_of(NEXT_SENDTO))(fd, buf, len, flags, (const void *) dst.__sockaddr__, alen);
+}
+
+MPII_PAGEGUARD_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    settle_msg(msg, 1);
+    return ((msg_fn) next_of(NEXT_RECVMSG))(fd, msg, flags);
+}
+
+MPII_PAGEGUARD_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    settle_msg(msg, 0);
+    return ((msg_fn) next_of(NEXT_SENDMSG))(fd, (void *) msg, flags);
+}
+
+MPII_PAGEGUARD_EXPORT ssize_t getrandom(void *buf, size_t len, unsigned int flags)
+{
+    typedef ssize_t(*getrandom_fn) (void *, size_t, unsigned int);
+    settle(buf, len, 1);
+    return ((getrandom_fn) next_of(NEXT_GETRANDOM))(buf, len, flags);
+}
+
+/* stdio reads and writes large blocks straight between the kernel and the user buffer */
+MPII_PAGEGUARD_EXPORT size_t fread(void *ptr, size_t size, size_t nmemb, FILE * stream)
+{
+    settle(ptr, size * nmemb, 1);
+    return ((stdio_fn) next_of(NEXT_FREAD))(ptr, size, nmemb, stream);
+}
+
+MPII_PAGEGUARD_EXPORT size_t fwrite(const void *ptr, size_t size, size_t nmemb, FILE * stream)
+{
+    settle(ptr, size * nmemb, 0);
+    return ((stdio_fn) next_of(NEXT_FWRITE))((void *) ptr, size, nmemb, stream);
+}
+
+/* _FORTIFY_SOURCE builds call these instead (buflen: the object's size, checked by libc) */
+MPII_PAGEGUARD_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen)
+{
+    typedef ssize_t(*fn) (int, void *, size_t, size_t);
+    settle(buf, count < buflen ? count : buflen, 1);
+    return ((fn) next_of(NEXT_READ_CHK))(fd, buf, count, buflen);
+}
+
+MPII_PAGEGUARD_EXPORT
+ssize_t __pread_chk(int fd, void *buf, size_t count, off_t off, size_t buflen)
+{
+    typedef ssize_t(*fn) (int, void *, size_t, off_t, size_t);
+    settle(buf, count < buflen ? count : buflen, 1);
+    return ((fn) next_of(NEXT_PREAD_CHK))(fd, buf, count, off, buflen);
+}
+
+MPII_PAGEGUARD_EXPORT
+ssize_t __pread64_chk(int fd, void *buf, size_t count, off_t off, size_t buflen)
+{
+    typedef ssize_t(*fn) (int, void *, size_t, off_t, size_t);
+    settle(buf, count < buflen ? count : buflen, 1);
+    return ((fn) next_of(NEXT_PREAD64_CHK))(fd, buf, count, off, buflen);
+}
+
+MPII_PAGEGUARD_EXPORT
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+    typedef ssize_t(*fn) (int, void *, size_t, size_t, int);
+    settle(buf, len < buflen ? len : buflen, 1);
+    return ((fn) next_of(NEXT_RECV_CHK))(fd, buf, len, buflen, flags);
+}
+
+MPII_PAGEGUARD_EXPORT
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags, void *src,
+                       socklen_t * alen)
+{
+    typedef ssize_t(*fn) (int, void *, size_t, size_t, int, void *, socklen_t *);
+    settle(buf, len < buflen ? len : buflen, 1);
+    return ((fn) next_of(NEXT_RECVFROM_CHK))(fd, buf, len, buflen, flags, src, alen);
+}
+
+MPII_PAGEGUARD_EXPORT
+size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t nmemb, FILE * stream)
+{
+    typedef size_t(*fn) (void *, size_t, size_t, size_t, FILE *);
+    settle(ptr, size * nmemb < ptrlen ? size * nmemb : ptrlen, 1);
+    return ((fn) next_of(NEXT_FREAD_CHK))(ptr, ptrlen, size, nmemb, stream);
+}
