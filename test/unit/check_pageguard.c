@@ -856,6 +856,38 @@ START_TEST(thread_that_cannot_wait_aborts)
 }
 END_TEST
 
+/* ... unless the page is on its own stack: the frame that held the buffer has returned, and
+ * the access is a later frame's (an MPI call's, under the lock): the page is given up. */
+static char *dead_buffer;
+static MPIR_Pageguard_region_t *dead_region;
+
+static void __attribute__ ((noinline)) guard_and_return(void)
+{
+    char buf[6 * 4096] __attribute__ ((aligned(4096)));
+    size_t off = 0, len = sizeof(buf);
+    ck_assert_int_eq(MPIR_Pageguard_register(buf, sizeof(buf), 1, &off, &len,
+                                             MPIR_PAGEGUARD_RECV, 0, &dead_region),
+                     MPIR_PAGEGUARD_OK);
+    dead_buffer = buf;
+    __asm__ volatile ("":::"memory");
+}
+
+START_TEST(cannot_wait_on_own_stack_gives_page_up)
+{
+    MPIR_Pageguard_finalize();
+    MPIR_Pageguard_config_t cfg = {.before_wait = cannot_wait };
+    ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
+    guard_and_return();
+    before_wait_calls = 0;
+    ((volatile char *) dead_buffer)[2 * ps + 1] = 'x';  /* no abort */
+    ck_assert_int_eq(before_wait_calls, 1);
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.forgotten, 1);
+    MPIR_Pageguard_unregister(dead_region);
+}
+END_TEST
+
 /* The allocator's entry points: free() forgets the receive pages of its chunk (the data is
  * unwanted, the memory may be reused at once), realloc() waits for them (the data moves). */
 START_TEST(free_forgets_receive_pages)
@@ -1030,6 +1062,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, many_threads_fault_at_once);
     tcase_add_test(tc, guarded_pages_count_and_touch);
     tcase_add_test_raise_signal(tc, thread_that_cannot_wait_aborts, SIGABRT);
+    tcase_add_test(tc, cannot_wait_on_own_stack_gives_page_up);
     tcase_add_test(tc, free_forgets_receive_pages);
     tcase_add_test(tc, realloc_waits_for_the_data);
     tcase_add_test(tc, reused_buffer_waits_for_the_newer_region);

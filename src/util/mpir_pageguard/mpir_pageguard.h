@@ -59,11 +59,14 @@ typedef struct {
     size_t map_budget;          /* extra kernel mappings we may cause; 0: derive from
                                  * /proc/sys/vm/max_map_count */
     MPIR_Pageguard_on_replaced_t on_replaced;
-    /* Called in the handler before a thread waits for a guarded page (may be NULL). For a
-     * thread that cannot wait -- it holds the lock under which sub-messages complete -- it
-     * says why on stderr (async-signal-safe) and returns MPIR_PAGEGUARD_CANNOT_WAIT: the
-     * process aborts, as going on would read or overwrite a page whose data is still coming. */
+    /* Called in the handler before a thread waits for a guarded page (may be NULL). It returns
+     * MPIR_PAGEGUARD_CANNOT_WAIT for a thread that cannot wait (it holds the lock under which
+     * sub-messages complete). A page of that thread's own stack is then given up (the frame
+     * that held the buffer has returned: new frames are being pushed there); any other access
+     * calls on_abort (may be NULL; async-signal-safe: say why) and aborts the process, as going
+     * on would read or overwrite a page whose data is still coming. */
     int (*before_wait) (void *addr);
+    void (*on_abort) (void *addr);
     /* Called in the handler when a thread starts to wait (may be NULL), so that the progress
      * side can wake up. Must be async-signal-safe. */
     void (*on_wait) (void);

@@ -27,32 +27,50 @@
 
 #define MPII_PAGEGUARD_EXPORT __attribute__ ((visibility("default")))
 
-/* glibc's own entry points: used only while dlsym runs (it may allocate) */
-extern void __libc_free(void *ptr);
-extern void *__libc_realloc(void *ptr, size_t size);
-
+/* The next definitions (libc's, or a replacement allocator linked after libmpi), looked up
+ * before the program's threads start, or at first use by a constructor that runs before ours.
+ * malloc_usable_size is used only when it comes from the same object as free. A pointer freed
+ * while dlsym itself runs (it may allocate) cannot be handed to anyone safely: it is kept. */
 static struct {
     void (*free) (void *);
     void *(*realloc) (void *, size_t);
     void *(*reallocarray) (void *, size_t, size_t);
     size_t(*usable_size) (void *);
     _Atomic int resolved;
-} next;
+} libc_alloc;
+static __thread int resolving __attribute__ ((tls_model("initial-exec")));
 
 static void resolve(void)
 {
-    next.free = (void (*)(void *)) dlsym(RTLD_NEXT, "free");
-    next.realloc = (void *(*)(void *, size_t)) dlsym(RTLD_NEXT, "realloc");
-    next.reallocarray = (void *(*)(void *, size_t, size_t)) dlsym(RTLD_NEXT, "reallocarray");
-    next.usable_size = (size_t(*)(void *)) dlsym(RTLD_NEXT, "malloc_usable_size");
-    atomic_store(&next.resolved, 1);
+    Dl_info free_obj, size_obj;
+    resolving = 1;
+    libc_alloc.free = (void (*)(void *)) dlsym(RTLD_NEXT, "free");
+    libc_alloc.realloc = (void *(*)(void *, size_t)) dlsym(RTLD_NEXT, "realloc");
+    libc_alloc.reallocarray = (void *(*)(void *, size_t, size_t)) dlsym(RTLD_NEXT,
+                                                                          "reallocarray");
+    void *usable = dlsym(RTLD_NEXT, "malloc_usable_size");
+    if (usable && libc_alloc.free && dladdr(usable, &size_obj) &&
+        dladdr((void *) libc_alloc.free, &free_obj) && size_obj.dli_fbase == free_obj.dli_fbase)
+        libc_alloc.usable_size = (size_t(*)(void *)) usable;
+    resolving = 0;
+    atomic_store(&libc_alloc.resolved, 1);
 }
 
-/* Before any thread of the program runs: no race on the pointers afterwards. */
 __attribute__ ((constructor))
-static void MPII_Pageguard_alloc_resolve(void)
+static void resolve_libc_alloc(void)
 {
     resolve();
+}
+
+/* 1 when the call may go on to the next definition */
+static inline int ready(void)
+{
+    if (atomic_load_explicit(&libc_alloc.resolved, memory_order_acquire))
+        return 1;
+    if (resolving)
+        return 0;
+    resolve();
+    return 1;
 }
 
 static inline int any_guards(void)
@@ -64,59 +82,71 @@ static inline int any_guards(void)
  * guarded page (guards cover whole pages inside one buffer). */
 static size_t chunk_span(void *ptr)
 {
-    if (!atomic_load(&next.resolved) || !next.usable_size)
+    if (!libc_alloc.usable_size)
         return 0;
-    size_t len = next.usable_size(ptr);
+    size_t len = libc_alloc.usable_size(ptr);
     return len >= MPII_pageguard.pagesize ? len : 0;
 }
 
-MPII_PAGEGUARD_EXPORT void free(void *ptr)
+static void settle_freed(void *ptr)
 {
-    if (ptr && any_guards()) {
-        size_t len = chunk_span(ptr);
-        if (len) {
-            MPIR_Pageguard_forget_recv(ptr, len);
-            MPIR_Pageguard_guarded_pages(ptr, len, MPIR_PAGEGUARD_TOUCH_WRITE);
-        }
+    size_t len = chunk_span(ptr);
+    if (len) {
+        MPIR_Pageguard_forget_recv(ptr, len);
+        MPIR_Pageguard_guarded_pages(ptr, len, MPIR_PAGEGUARD_TOUCH_WRITE);
     }
-    if (atomic_load(&next.resolved) && next.free)
-        next.free(ptr);
-    else
-        __libc_free(ptr);
 }
 
 static void settle_moved(void *ptr)
 {
-    if (ptr && any_guards()) {
-        size_t len = chunk_span(ptr);
-        if (len)
-            MPIR_Pageguard_guarded_pages(ptr, len, MPIR_PAGEGUARD_TOUCH_WRITE);
-    }
+    size_t len = chunk_span(ptr);
+    if (len)
+        MPIR_Pageguard_guarded_pages(ptr, len, MPIR_PAGEGUARD_TOUCH_WRITE);
 }
 
-MPII_PAGEGUARD_EXPORT void *realloc(void *ptr, size_t size)
+/* The definitions the program calls; static names, so that MPIR_Pageguard_alloc_interposed can
+ * compare addresses without going through libmpi's own symbol lookup. */
+static void pageguard_free(void *ptr)
 {
-    settle_moved(ptr);
-    if (atomic_load(&next.resolved) && next.realloc)
-        return next.realloc(ptr, size);
-    return __libc_realloc(ptr, size);
+    if (!ready())
+        return;
+    if (ptr && any_guards())
+        settle_freed(ptr);
+    libc_alloc.free(ptr);
 }
 
-MPII_PAGEGUARD_EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
+static void *pageguard_realloc(void *ptr, size_t size)
 {
-    if (atomic_load(&next.resolved) && next.reallocarray) {
+    if (!ready())
+        return NULL;
+    if (ptr && any_guards())
         settle_moved(ptr);
-        return next.reallocarray(ptr, nmemb, size);
-    }
+    return libc_alloc.realloc(ptr, size);
+}
+
+static void *pageguard_reallocarray(void *ptr, size_t nmemb, size_t size)
+{
+    if (!ready())
+        return NULL;
+    if (ptr && any_guards())
+        settle_moved(ptr);
+    if (libc_alloc.reallocarray)
+        return libc_alloc.reallocarray(ptr, nmemb, size);
     if (size && nmemb > SIZE_MAX / size) {
         errno = ENOMEM;
         return NULL;
     }
-    return realloc(ptr, nmemb * size);
+    return libc_alloc.realloc(ptr, nmemb * size);
 }
+
+MPII_PAGEGUARD_EXPORT void free(void *ptr) __attribute__ ((alias("pageguard_free")));
+MPII_PAGEGUARD_EXPORT void *realloc(void *ptr, size_t size)
+    __attribute__ ((alias("pageguard_realloc")));
+MPII_PAGEGUARD_EXPORT void *reallocarray(void *ptr, size_t nmemb, size_t size)
+    __attribute__ ((alias("pageguard_reallocarray")));
 
 int MPIR_Pageguard_alloc_interposed(void)
 {
-    return dlsym(RTLD_DEFAULT, "free") == (void *) free &&
-        dlsym(RTLD_DEFAULT, "realloc") == (void *) realloc;
+    return dlsym(RTLD_DEFAULT, "free") == (void *) pageguard_free &&
+        dlsym(RTLD_DEFAULT, "realloc") == (void *) pageguard_realloc;
 }

@@ -37,6 +37,9 @@ static __thread uintptr_t chaining_frame __attribute__ ((tls_model("initial-exec
  * removal in between (MPII_pageguard.changes). initial-exec: no allocation on access. */
 static __thread uintptr_t unmatched_addr __attribute__ ((tls_model("initial-exec")));
 static __thread unsigned long unmatched_changes __attribute__ ((tls_model("initial-exec")));
+static __thread int unmatched_retries __attribute__ ((tls_model("initial-exec")));
+/* ... and at most this often, however busy the progress side */
+#define MPII_PAGEGUARD_MAX_RETRIES 8
 
 static void handler(int sig, siginfo_t * info, void *uctx);
 
@@ -58,34 +61,44 @@ void MPII_Pageguard_wake(MPIR_Pageguard_region_t * region)
                 NULL, 0);
 }
 
-/* The handler we chain to, replaced while the handler may read it: two copies, the one in use
- * named by an index that flips after the other was written. */
-static struct sigaction previous_copies[2];
-static _Atomic int previous_index;
+/* The handler we chain to, replaced while the handler may read it: writers take turns on a
+ * spin flag and make the sequence odd while they write; a reader copies it until it saw one
+ * even sequence before and after. */
+static struct sigaction previous;
+static _Atomic unsigned int previous_seq;
+static atomic_flag previous_writing = ATOMIC_FLAG_INIT;
 
-const struct sigaction *MPII_Pageguard_previous(void)
+void MPII_Pageguard_get_previous(struct sigaction *sa)
 {
-    return &previous_copies[atomic_load(&previous_index)];
+    unsigned int before, after;
+    do {
+        before = atomic_load(&previous_seq);
+        *sa = previous;
+        atomic_thread_fence(memory_order_acquire);
+        after = atomic_load(&previous_seq);
+    } while ((before & 1) || before != after);
 }
 
 void MPII_Pageguard_set_previous(const struct sigaction *sa)
 {
-    int next = 1 - atomic_load(&previous_index);
-    previous_copies[next] = *sa;
-    atomic_store(&previous_index, next);
+    while (atomic_flag_test_and_set(&previous_writing));
+    atomic_fetch_add(&previous_seq, 1);
+    previous = *sa;
+    atomic_fetch_add(&previous_seq, 1);
+    atomic_flag_clear(&previous_writing);
 }
 
 static int install(void)
 {
-    struct sigaction sa, previous;
+    struct sigaction sa, before;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = handler;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (MPII_Pageguard_real_sigaction(SIGSEGV, &sa, &previous) != 0)
+    if (MPII_Pageguard_real_sigaction(SIGSEGV, &sa, &before) != 0)
         return MPIR_PAGEGUARD_ERR_OFF;
-    if (!MPII_Pageguard_is_our_handler(&previous))
-        MPII_Pageguard_set_previous(&previous);
+    if (!MPII_Pageguard_is_our_handler(&before))
+        MPII_Pageguard_set_previous(&before);
     /* Some libraries wrap sigaction and silently keep their own handler: check. */
     struct sigaction now;
     if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) != 0 ||
@@ -108,8 +121,11 @@ void MPII_Pageguard_uninstall_handler(void)
 {
     struct sigaction now;
     if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) == 0 &&
-        MPII_Pageguard_is_our_handler(&now))
-        MPII_Pageguard_real_sigaction(SIGSEGV, MPII_Pageguard_previous(), NULL);
+        MPII_Pageguard_is_our_handler(&now)) {
+        struct sigaction back;
+        MPII_Pageguard_get_previous(&back);
+        MPII_Pageguard_real_sigaction(SIGSEGV, &back, NULL);
+    }
 }
 
 int MPIR_Pageguard_check_handler(void)
@@ -133,34 +149,51 @@ int MPIR_Pageguard_check_handler(void)
     return 1;
 }
 
+/* The program's handler runs as the kernel would have run it: with its sa_mask added, SIGSEGV
+ * unblocked for SA_NODEFER (ours leaves it blocked), reset first for SA_RESETHAND. The mask of
+ * the interrupted code comes back when our handler returns. */
+static void call_previous(const struct sigaction *prev, int sig, siginfo_t * info, void *uctx)
+{
+    sigset_t block = prev->sa_mask;
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, NULL, _NSIG / 8);
+    if (prev->sa_flags & SA_NODEFER) {
+        sigset_t segv;
+        sigemptyset(&segv);
+        sigaddset(&segv, sig);
+        syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &segv, NULL, _NSIG / 8);
+    }
+    if (prev->sa_flags & SA_RESETHAND) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof(dfl));
+        dfl.sa_handler = SIG_DFL;
+        MPII_Pageguard_set_previous(&dfl);
+    }
+    if (prev->sa_flags & SA_SIGINFO)
+        prev->sa_sigaction(sig, info, uctx);
+    else
+        prev->sa_handler(sig);
+}
+
 /* Not our fault: behave as if we were never installed. */
 static void chain(int sig, siginfo_t * info, void *uctx)
 {
-    const struct sigaction *prev = MPII_Pageguard_previous();
+    struct sigaction prev;
     uintptr_t frame = (uintptr_t) __builtin_frame_address(0);
+    MPII_Pageguard_get_previous(&prev);
     atomic_fetch_add(&MPII_pageguard.foreign_faults, 1);
 
     int handed_back = chaining_info == info && frame < chaining_frame;
-    if (!handed_back) {
+    int has_handler = (prev.sa_flags & SA_SIGINFO) ? prev.sa_sigaction != NULL :
+        (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN);
+    if (!handed_back && has_handler) {
         const siginfo_t *outer_info = chaining_info;
         uintptr_t outer_frame = chaining_frame;
-        if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
-            chaining_info = info;
-            chaining_frame = frame;
-            prev->sa_sigaction(sig, info, uctx);
-            chaining_info = outer_info;
-            chaining_frame = outer_frame;
-            return;
-        }
-        if (!(prev->sa_flags & SA_SIGINFO) && prev->sa_handler != SIG_DFL &&
-            prev->sa_handler != SIG_IGN) {
-            chaining_info = info;
-            chaining_frame = frame;
-            prev->sa_handler(sig);
-            chaining_info = outer_info;
-            chaining_frame = outer_frame;
-            return;
-        }
+        chaining_info = info;
+        chaining_frame = frame;
+        call_previous(&prev, sig, info, uctx);
+        chaining_info = outer_info;
+        chaining_frame = outer_frame;
+        return;
     }
     /* SIG_DFL (and SIG_IGN, which the kernel does not honour for a real fault): restore the
      * default action so that the faulting instruction, run again, kills the process with a core
@@ -257,6 +290,10 @@ void MPIR_Pageguard_note_data_event(uint64_t time_ns)
     atomic_store_explicit(&MPII_pageguard.data_event_ns, time_ns, memory_order_relaxed);
 }
 
+/* This thread's stack, known once it registered a region (MPII_Pageguard_ensure_altstack). */
+static __thread uintptr_t stack_lo __attribute__ ((tls_model("initial-exec")));
+static __thread uintptr_t stack_hi __attribute__ ((tls_model("initial-exec")));
+
 static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page)
 {
     atomic_fetch_add(&MPII_pageguard.faults, 1);
@@ -270,8 +307,18 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
     }
     if (MPII_pageguard.config.before_wait &&
         MPII_pageguard.config.before_wait((void *) addr) == MPIR_PAGEGUARD_CANNOT_WAIT) {
+        /* A page of this thread's own stack touched by a thread that cannot wait: the frame
+         * that held the buffer has returned, and calls made since (an MPI call, under the lock
+         * its data needs) push their frames there. Nobody can read that buffer any more. */
+        if (addr >= stack_lo && addr < stack_hi) {
+            if (MPII_Pageguard_forget_page(r, page))
+                MPII_Pageguard_wake(r);
+            return;
+        }
         /* the data cannot come while this thread runs, and going on without it would lose it
-         * silently: the callback has said why */
+         * silently */
+        if (MPII_pageguard.config.on_abort)
+            MPII_pageguard.config.on_abort((void *) addr);
         abort();
     }
     uint64_t t0 = MPII_Pageguard_now_ns();
@@ -329,10 +376,14 @@ static void handler(int sig, siginfo_t * info, void *uctx)
          * someone else's protection (the application's mprotect, say) and is theirs, like one
          * on no region. */
         unsigned long changes = atomic_load(&MPII_pageguard.changes);
+        if (unmatched_addr != addr)
+            unmatched_retries = 0;
         if ((released || atomic_load(&MPII_pageguard.on)) &&
-            (unmatched_addr != addr || unmatched_changes != changes)) {
+            (unmatched_addr != addr ||
+             (unmatched_changes != changes && unmatched_retries < MPII_PAGEGUARD_MAX_RETRIES))) {
             unmatched_addr = addr;      /* run the instruction once more */
             unmatched_changes = changes;
+            unmatched_retries++;
             errno = saved_errno;
             return;
         }
@@ -347,19 +398,28 @@ static void handler(int sig, siginfo_t * info, void *uctx)
 /* A receive buffer on a thread's stack may be left unread when its function returns: the next
  * deep call then pushes frames onto guarded pages, and the kernel, with no stack to run the
  * handler on, kills the process. So every thread that registers a region gets an alternate
- * signal stack (unless it has one), freed when the thread exits. */
-#define MPII_PAGEGUARD_ALTSTACK_SIZE (64 * 1024)
+ * signal stack (unless it has one), below a guard page, freed when the thread exits; and its
+ * stack's bounds are noted for the handler (on_our_page). */
+#define MPII_PAGEGUARD_ALTSTACK_MIN (64 * 1024)
 
 static pthread_key_t altstack_key;
 static pthread_once_t altstack_once = PTHREAD_ONCE_INIT;
-static __thread int altstack_checked __attribute__ ((tls_model("initial-exec")));
+static __thread int altstack_done __attribute__ ((tls_model("initial-exec")));
+
+static size_t altstack_size(void)
+{
+    long min = sysconf(_SC_SIGSTKSZ);
+    size_t size = min > 0 && (size_t) min * 4 > MPII_PAGEGUARD_ALTSTACK_MIN ?
+        (size_t) min * 4 : MPII_PAGEGUARD_ALTSTACK_MIN;
+    return (size + MPII_pageguard.pagesize - 1) / MPII_pageguard.pagesize * MPII_pageguard.pagesize;
+}
 
 static void altstack_free(void *mem)
 {
     stack_t now, off = {.ss_flags = SS_DISABLE };
-    if (sigaltstack(NULL, &now) == 0 && now.ss_sp == mem)
+    if (sigaltstack(NULL, &now) == 0 && now.ss_sp == (char *) mem + MPII_pageguard.pagesize)
         sigaltstack(&off, NULL);
-    munmap(mem, MPII_PAGEGUARD_ALTSTACK_SIZE);
+    munmap(mem, MPII_pageguard.pagesize + altstack_size());
 }
 
 static void altstack_key_create(void)
@@ -367,25 +427,46 @@ static void altstack_key_create(void)
     pthread_key_create(&altstack_key, altstack_free);
 }
 
+static void note_stack_bounds(void)
+{
+    pthread_attr_t attr;
+    void *lo;
+    size_t len;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
+        return;
+    if (pthread_attr_getstack(&attr, &lo, &len) == 0) {
+        stack_lo = (uintptr_t) lo;
+        stack_hi = (uintptr_t) lo + len;
+    }
+    pthread_attr_destroy(&attr);
+}
+
 void MPII_Pageguard_ensure_altstack(void)
 {
     stack_t now;
-    if (altstack_checked)
+    if (altstack_done)
         return;
-    altstack_checked = 1;
-    if (sigaltstack(NULL, &now) != 0 || !(now.ss_flags & SS_DISABLE))
+    note_stack_bounds();
+    if (sigaltstack(NULL, &now) != 0)
         return;
-    void *mem = mmap(NULL, MPII_PAGEGUARD_ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
+    if (!(now.ss_flags & SS_DISABLE)) {
+        altstack_done = 1;      /* the thread has its own */
+        return;
+    }
+    size_t ps = MPII_pageguard.pagesize, size = altstack_size();
+    char *mem = mmap(NULL, ps + size, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (mem == MAP_FAILED)
         return;
-    stack_t ss = {.ss_sp = mem,.ss_size = MPII_PAGEGUARD_ALTSTACK_SIZE,.ss_flags = 0 };
-    if (sigaltstack(&ss, NULL) != 0) {
-        munmap(mem, MPII_PAGEGUARD_ALTSTACK_SIZE);
+    /* an overflow faults instead of writing into the next mapping */
+    stack_t ss = {.ss_sp = mem + ps,.ss_size = size,.ss_flags = 0 };
+    if (mprotect(mem, ps, PROT_NONE) != 0 || sigaltstack(&ss, NULL) != 0) {
+        munmap(mem, ps + size);
         return;
     }
     pthread_once(&altstack_once, altstack_key_create);
     pthread_setspecific(altstack_key, mem);
+    altstack_done = 1;
 }
 
 int MPIR_Pageguard_waiting(void)

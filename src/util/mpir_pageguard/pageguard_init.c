@@ -93,21 +93,29 @@ static int open_landing_fd(size_t pagesize)
 
 /* The landing descriptor, checked before each use: the program may have closed it (closefrom,
  * close_range) and opened a file of its own under the same number, or be a child of fork(),
- * whose copy writes into the parent. Then a new one is opened; the old number, if taken, is
- * the program's. */
+ * whose inherited copy writes into the parent. Then a new one is opened; the old number, if
+ * the program closed it, is the program's now (a fork child closes its inherited copy). The
+ * check cannot see a close and reuse between it and the write (README.tnbc). */
 int MPII_Pageguard_landing_fd(void)
 {
     static pthread_mutex_t reopen_lock = PTHREAD_MUTEX_INITIALIZER;
     struct stat now;
     int fd = atomic_load(&MPII_pageguard.mem_fd);
-    if (fd >= 0 && MPII_pageguard.mem_pid == getpid() && fstat(fd, &now) == 0 &&
+    pid_t pid = getpid();
+    if (fd >= 0 && MPII_pageguard.mem_pid == pid && fstat(fd, &now) == 0 &&
         now.st_dev == MPII_pageguard.mem_dev && now.st_ino == MPII_pageguard.mem_ino)
         return fd;
     pthread_mutex_lock(&reopen_lock);
     if (atomic_load(&MPII_pageguard.mem_fd) == fd) {
+        if (fd >= 0 && MPII_pageguard.mem_pid != pid)
+            close(fd);
         int fresh = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-        if (fresh >= 0 && fstat(fresh, &now) == 0) {
-            MPII_pageguard.mem_pid = getpid();
+        if (fresh >= 0 && fstat(fresh, &now) != 0) {
+            close(fresh);
+            fresh = -1;
+        }
+        if (fresh >= 0) {
+            MPII_pageguard.mem_pid = pid;
             MPII_pageguard.mem_dev = now.st_dev;
             MPII_pageguard.mem_ino = now.st_ino;
         }

@@ -126,8 +126,8 @@ int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p);
 int MPII_Pageguard_install_handler(void);
 int MPII_Pageguard_landing_fd(void);
 int MPII_Pageguard_is_our_handler(const struct sigaction *sa);
-/* The handler foreign faults go to, and its replacement (pageguard_fault.c). */
-const struct sigaction *MPII_Pageguard_previous(void);
+/* The handler foreign faults go to: a copy, and its replacement (pageguard_fault.c). */
+void MPII_Pageguard_get_previous(struct sigaction *sa);
 void MPII_Pageguard_set_previous(const struct sigaction *sa);
 /* The C library's sigaction, past our own (pageguard_signal.c). */
 int MPII_Pageguard_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);

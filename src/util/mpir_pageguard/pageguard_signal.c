@@ -20,35 +20,34 @@
 #include "pageguard_internal.h"
 
 #include <dlfcn.h>
-#include <errno.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #define MPII_PAGEGUARD_EXPORT __attribute__ ((visibility("default")))
 
-extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-
+/* libc's (or the next library's) functions, looked up before the program's threads start, or
+ * at first use by a constructor that runs before ours */
 static struct {
     int (*sigaction) (int, const struct sigaction *, struct sigaction *);
     int (*sigprocmask) (int, const sigset_t *, sigset_t *);
     int (*pthread_sigmask) (int, const sigset_t *, sigset_t *);
-} next;
+} libc_signal;
 
 __attribute__ ((constructor))
-static void MPII_Pageguard_signal_resolve(void)
+static void resolve_libc_signal(void)
 {
-    next.sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
+    libc_signal.sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
         dlsym(RTLD_NEXT, "sigaction");
-    next.sigprocmask = (int (*)(int, const sigset_t *, sigset_t *)) dlsym(RTLD_NEXT,
-                                                                           "sigprocmask");
-    next.pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))
+    libc_signal.sigprocmask = (int (*)(int, const sigset_t *, sigset_t *))
+        dlsym(RTLD_NEXT, "sigprocmask");
+    libc_signal.pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))
         dlsym(RTLD_NEXT, "pthread_sigmask");
 }
 
 int MPII_Pageguard_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    return next.sigaction ? next.sigaction(sig, act, old) : __sigaction(sig, act, old);
+    if (!libc_signal.sigaction)
+        resolve_libc_signal();
+    return libc_signal.sigaction(sig, act, old);
 }
 
 static inline int guards_on(void)
@@ -62,11 +61,12 @@ MPII_PAGEGUARD_EXPORT int sigaction(int sig, const struct sigaction *act, struct
         struct sigaction now;
         if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) == 0 &&
             MPII_Pageguard_is_our_handler(&now)) {
-            struct sigaction previous = *MPII_Pageguard_previous();
+            struct sigaction before;
+            MPII_Pageguard_get_previous(&before);
             if (act && !MPII_Pageguard_is_our_handler(act))
                 MPII_Pageguard_set_previous(act);
             if (old)
-                *old = previous;
+                *old = before;
             return 0;
         }
     }
@@ -106,17 +106,16 @@ MPII_PAGEGUARD_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *ol
 {
     sigset_t copy;
     set = without_segv(how, set, &copy);
-    if (next.sigprocmask)
-        return next.sigprocmask(how, set, old);
-    return syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
+    if (!libc_signal.sigprocmask)
+        resolve_libc_signal();
+    return libc_signal.sigprocmask(how, set, old);
 }
 
 MPII_PAGEGUARD_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
     sigset_t copy;
     set = without_segv(how, set, &copy);
-    if (next.pthread_sigmask)
-        return next.pthread_sigmask(how, set, old);
-    int rc = (int) syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
-    return rc == 0 ? 0 : errno;
+    if (!libc_signal.pthread_sigmask)
+        resolve_libc_signal();
+    return libc_signal.pthread_sigmask(how, set, old);
 }

@@ -84,21 +84,21 @@ static const char *const next_name[NEXT_COUNT] = {
     "__fread_chk",
 };
 
-static void *next[NEXT_COUNT];
+static void *libc_io[NEXT_COUNT];
 
 __attribute__ ((constructor))
-static void MPII_Pageguard_syscalls_resolve(void)
+static void resolve_libc_io(void)
 {
     for (int i = 0; i < NEXT_COUNT; i++)
-        next[i] = dlsym(RTLD_NEXT, next_name[i]);
+        libc_io[i] = dlsym(RTLD_NEXT, next_name[i]);
 }
 
 /* Libraries loaded before libmpi may call these from their own constructors, before ours. */
 static inline void *next_of(int i)
 {
-    if (!next[i])
-        next[i] = dlsym(RTLD_NEXT, next_name[i]);
-    return next[i];
+    if (!libc_io[i])
+        libc_io[i] = dlsym(RTLD_NEXT, next_name[i]);
+    return libc_io[i];
 }
 
 static inline int any_guards(void)
@@ -153,7 +153,20 @@ MPII_PAGEGUARD_EXPORT ssize_t write(int fd, const void *buf, size_t count)
     return ((rw_fn) next_of(NEXT_WRITE))(fd, (void *) buf, count);
 }
 
-/* 64-bit: pread and pread64 (and the others) are the same call. Named through asm labels
+MPII_PAGEGUARD_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+    settle_iov(iov, iovcnt, 1);
+    return ((rwv_fn) next_of(NEXT_READV))(fd, iov, iovcnt);
+}
+
+MPII_PAGEGUARD_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+    settle_iov(iov, iovcnt, 0);
+    return ((rwv_fn) next_of(NEXT_WRITEV))(fd, iov, iovcnt);
+}
+
+#if defined(__x86_64__) || defined(__aarch64__)
+/* LP64: pread and pread64 (and the others) are the same call (one off_t). Named through asm labels
  * because the headers may already map pread to pread64 (_FILE_OFFSET_BITS=64). */
 ssize_t MPII_Pageguard_pread(int, void *, size_t, off_t) __asm__("pread");
 ssize_t MPII_Pageguard_pread64(int, void *, size_t, off_t) __asm__("pread64");
@@ -188,18 +201,6 @@ ssize_t MPII_Pageguard_pwrite64(int fd, const void *buf, size_t count, off_t off
     return MPII_Pageguard_pwrite(fd, buf, count, off);
 }
 
-MPII_PAGEGUARD_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
-{
-    settle_iov(iov, iovcnt, 1);
-    return ((rwv_fn) next_of(NEXT_READV))(fd, iov, iovcnt);
-}
-
-MPII_PAGEGUARD_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
-{
-    settle_iov(iov, iovcnt, 0);
-    return ((rwv_fn) next_of(NEXT_WRITEV))(fd, iov, iovcnt);
-}
-
 MPII_PAGEGUARD_EXPORT
 ssize_t MPII_Pageguard_preadv(int fd, const struct iovec *iov, int iovcnt, off_t off)
 {
@@ -225,6 +226,7 @@ ssize_t MPII_Pageguard_pwritev64(int fd, const struct iovec *iov, int iovcnt, of
 {
     return MPII_Pageguard_pwritev(fd, iov, iovcnt, off);
 }
+#endif
 
 MPII_PAGEGUARD_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
@@ -251,7 +253,8 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, __CONST_SOCKADDR_
 {
     typedef ssize_t(*sendto_fn) (int, const void *, size_t, int, const void *, socklen_t);
     settle(buf, len, 0);
-    return ((sendto_fn) next_of(NEXT_SENDTO))(fd, buf, len, flags, (const void *) dst.__sockaddr__, alen);
+    return ((sendto_fn) next_of(NEXT_SENDTO))(fd, buf, len, flags,
+                                              (const void *) dst.__sockaddr__, alen);
 }
 
 MPII_PAGEGUARD_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)

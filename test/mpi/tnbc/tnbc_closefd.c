@@ -70,6 +70,10 @@ int main(int argc, char **argv)
         MPI_Alltoall(sbuf, COUNT, MPI_INT, rbuf, COUNT, MPI_INT, MPI_COMM_WORLD);
 
         int closed = close_proc_mem();
+        if (closed < 0) {
+            errs++;
+            printf("rank %d call %d: no landing descriptor found\n", rank, call);
+        }
         char name[] = "/tmp/tnbc_closefd.XXXXXX";
         int file = mkstemp(name);
         unlink(name);

@@ -110,6 +110,7 @@ int main(int argc, char **argv)
     }
     alltoall_late(4);
     check("masked main", 4);
+    pthread_sigmask(SIG_UNBLOCK, &all, NULL);
 
     int all_errs;
     MPI_Reduce(&errs, &all_errs, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);

@@ -432,9 +432,11 @@ static void *helper_main(void *arg)
  * hooks, MPI_Start included), and buffers the application frees are forgotten by free()
  * (src/util/mpir_pageguard/pageguard_alloc.c), so what is left reads or writes live data from
  * inside MPICH: a user callback run under the lock (an attribute copy function, a generalized
- * request's query), or target-side RMA on a pending buffer. Say so and abort. */
-static void cannot_wait_message(void)
+ * request's query), or target-side RMA on a pending buffer: the page guards abort, after this
+ * says why (a page of the thread's own stack is given up instead: its frame has returned). */
+static void cannot_wait_message(void *addr)
 {
+    (void) addr;
     static const char msg[] =
         "mpich-tnbc: fatal: a thread inside MPICH (a user callback run by MPICH, or RMA on a "
         "window) touched a buffer of a collective that returned early before its data "
@@ -447,10 +449,7 @@ static void cannot_wait_message(void)
 static int before_wait(void *addr)
 {
     (void) addr;
-    if (!holds_global_lock())
-        return MPIR_PAGEGUARD_WAIT;
-    cannot_wait_message();
-    return MPIR_PAGEGUARD_CANNOT_WAIT;
+    return holds_global_lock()? MPIR_PAGEGUARD_CANNOT_WAIT : MPIR_PAGEGUARD_WAIT;
 }
 
 /* ---- start and stop ---- */
@@ -476,16 +475,29 @@ static void start_helper(void)
 }
 
 /* fork() with collectives in flight: the child would inherit their guarded pages with no
- * helper to bring the data (which comes to the parent only) and wait for ever on a touch, so
- * fork() waits for everything first. A thread inside MPICH cannot (MPICH does not fork). */
+ * helper to bring the data (which comes to the parent only) and wait for ever on a touch. So
+ * fork() waits for everything first, and holds MPICH's lock until it returns, so that no
+ * other thread starts a collective in between. A thread inside MPICH cannot wait (MPICH does
+ * not fork). The handlers stay registered for the process's life. */
+static int atfork_registered;
+static int fork_holds_lock;
+
 static void fork_prepare(void)
 {
-    if (!__atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_SEQ_CST) || holds_global_lock())
+    if (!engine.started || holds_global_lock())
         return;
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    fork_holds_lock = 1;
     int mpi_errno = MPIR_Tnbc_settle_all();
-    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     (void) mpi_errno;   /* a failed operation has opened its pages and raised its error */
+}
+
+static void fork_done(void)
+{
+    if (fork_holds_lock) {
+        fork_holds_lock = 0;
+        MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    }
 }
 
 static int engine_start(void)
@@ -497,7 +509,7 @@ static int engine_start(void)
     /* Installed at first use, after the device (UCX) has installed its own handlers: ours
      * chains to them for every fault that is not on a guarded page. */
     MPIR_Pageguard_config_t cfg = {.map_budget = 0,.on_replaced = MPIR_PAGEGUARD_REINSTALL,
-        .before_wait = before_wait,.on_wait = wake_helper,
+        .before_wait = before_wait,.on_abort = cannot_wait_message,.on_wait = wake_helper,
         .staging_cache = MPIR_CVAR_TNBC_STAGING_CACHE > 0 ? MPIR_CVAR_TNBC_STAGING_CACHE : 0
     };
     int rc = MPIR_Pageguard_init(&cfg);
@@ -512,9 +524,8 @@ static int engine_start(void)
     engine.net_fd = MPIR_CVAR_TNBC_HELPER_WAKEUP ? MPIDI_NM_tnbc_event_fd() : -1;
     mpi_errno = MPIR_Progress_hook_register(poll_all, &engine.hook_id);
     MPIR_ERR_CHECK(mpi_errno);
-    static int atfork_registered;       /* handlers stay registered for the process's life */
     if (!atfork_registered)
-        atfork_registered = (pthread_atfork(fork_prepare, NULL, NULL) == 0);
+        atfork_registered = (pthread_atfork(fork_prepare, fork_done, fork_done) == 0);
     engine.started = 1;
 
   fn_exit:

@@ -8,9 +8,9 @@
  * change what that call returned. Its error goes through the communicator's error handler:
  *  - at once when the handler aborts (MPI_ERRORS_ARE_FATAL, the default, or MPI_ERRORS_ABORT):
  *    the program never goes on with partial data;
- *  - otherwise it is kept and returned by the next collective on that communicator that T-NBC
- *    returns early (the handler runs there, in the application's thread), or reported on stderr if the
- *    communicator is freed or MPI finalized first.
+ *  - otherwise it is kept and returned by the next collective on that communicator that
+ *    returns early (the handler runs there, in the application's thread), or reported on
+ *    stderr if the communicator is freed or MPI finalized first.
  * Raised from the helper thread too, so keeping an error allocates nothing: a few slots, each
  * holding a reference to its communicator. All under MPICH's global lock. */
 
@@ -27,7 +27,7 @@ static struct {
     int coll;
 } late[MPII_TNBC_LATE_ERRORS];
 
-static void report(MPIR_Comm * comm, int coll, int error, const char *fate)
+static void report(int coll, int error, const char *fate)
 {
     char msg[MPI_MAX_ERROR_STRING];
     MPIR_Err_get_string(error, msg, MPI_MAX_ERROR_STRING, NULL);
@@ -45,29 +45,36 @@ static int handler_aborts(MPIR_Comm * comm)
 void MPII_Tnbc_late_error_raise(MPIR_Comm * comm, int coll, int error)
 {
     if (handler_aborts(comm)) {
-        report(comm, coll, error, "the communicator's error handler aborts");
+        report(coll, error, "the communicator's error handler aborts");
         MPIR_Err_return_comm(comm, MPIR_Tnbc_coll_name(coll), error);   /* does not return */
         return;
     }
+    int free_slot = -1;
     for (int i = 0; i < MPII_TNBC_LATE_ERRORS; i++) {
         if (late[i].comm == comm)
             return;     /* one kept per communicator: the first */
-        if (!late[i].comm) {
-            MPIR_Comm_add_ref(comm);
-            late[i].comm = comm;
-            late[i].error = error;
-            late[i].coll = coll;
-            return;
-        }
+        if (!late[i].comm && free_slot < 0)
+            free_slot = i;
     }
-    report(comm, coll, error, "not returned: too many kept");
+    if (free_slot < 0) {
+        report(coll, error, "not returned: too many kept");
+        return;
+    }
+    report(coll, error, "returned by the next collective on the communicator");
+    MPIR_Comm_add_ref(comm);
+    late[free_slot].comm = comm;
+    late[free_slot].error = error;
+    late[free_slot].coll = coll;
 }
 
 int MPII_Tnbc_late_error_take(MPIR_Comm * comm)
 {
     for (int i = 0; i < MPII_TNBC_LATE_ERRORS; i++) {
         if (late[i].comm == comm) {
-            int error = late[i].error;
+            /* stacked on the original (class kept); stderr said which operation it was */
+            int error = MPIR_Err_create_code(late[i].error, MPIR_ERR_RECOVERABLE, __func__,
+                                             __LINE__, MPIR_ERR_GET_CLASS(late[i].error),
+                                             "**fail", 0);
             late[i].comm = NULL;
             MPIR_Comm_release(comm);
             return error;
@@ -81,7 +88,7 @@ void MPII_Tnbc_late_error_drop(MPIR_Comm * comm)
     for (int i = 0; i < MPII_TNBC_LATE_ERRORS; i++) {
         if (late[i].comm && (!comm || late[i].comm == comm)) {
             MPIR_Comm *c = late[i].comm;
-            report(c, late[i].coll, late[i].error, "no later collective returned it");
+            report(late[i].coll, late[i].error, "no later collective returned it");
             late[i].comm = NULL;
             MPIR_Comm_release(c);
         }

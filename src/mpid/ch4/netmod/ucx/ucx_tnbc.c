@@ -88,8 +88,9 @@ int MPIDI_NM_tnbc_request_buffer(MPIR_Request * req, const void **buf, MPI_Aint 
             return 1;
         case MPIR_REQUEST_KIND__PART_SEND:
         case MPIR_REQUEST_KIND__PART_RECV:
+            /* the count is per partition */
             *buf = MPIDI_PART_REQUEST(req, buffer);
-            *count = MPIDI_PART_REQUEST(req, count);
+            *count = MPIDI_PART_REQUEST(req, count) * req->u.part.partitions;
             *datatype = MPIDI_PART_REQUEST(req, datatype);
             return 1;
         default:

@@ -1,0 +1,134 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* System calls that write into a receive buffer whose data is still coming (the last rank
+ * enters late): preadv from a file, recvmsg from a socket pair, getrandom. They must do what
+ * they do on a finished buffer -- full counts, the file's and the socket's bytes in place, no
+ * EFAULT -- and the rest of the buffer must hold the collective's result. */
+
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define COUNT 4096              /* ints per pair: 4 pages */
+
+static int rank, size, errs;
+
+static int value(int from, int to, int i)
+{
+    return from * 1000003 + to * 101 + i;
+}
+
+static void alltoall_late(int *sbuf, int *rbuf)
+{
+    for (int p = 0; p < size; p++)
+        for (int i = 0; i < COUNT; i++)
+            sbuf[p * COUNT + i] = value(rank, p, i);
+    if (rank == size - 1)
+        usleep(200 * 1000);
+    MPI_Alltoall(sbuf, COUNT, MPI_INT, rbuf, COUNT, MPI_INT, MPI_COMM_WORLD);
+}
+
+/* every block but the one overwritten holds the result */
+static void check_others(const char *what, const int *rbuf, int overwritten)
+{
+    for (int p = 0; p < size; p++)
+        for (int i = 0; p != overwritten && i < COUNT; i++)
+            if (rbuf[p * COUNT + i] != value(p, rank, i)) {
+                if (errs++ < 5)
+                    printf("rank %d %s: from %d int %d is %d\n", rank, what, p, i,
+                           rbuf[p * COUNT + i]);
+                break;
+            }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int late = size - 1;
+    size_t block = COUNT * sizeof(int);
+    int *sbuf = malloc(size * block), *rbuf;
+    /* page aligned: the late block (the last) is whole pages, none completed in the call */
+    if (posix_memalign((void **) &rbuf, 4096, size * block) != 0)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    char *pattern = malloc(block);
+    for (size_t i = 0; i < block; i++)
+        pattern[i] = (char) (i * 7 + rank);
+
+    /* preadv: the late block read back from a file, in two pieces */
+    char name[] = "/tmp/tnbc_syscalls.XXXXXX";
+    int fd = mkstemp(name);
+    unlink(name);
+    if (fd < 0 || write(fd, pattern, block) != (ssize_t) block) {
+        printf("rank %d: no scratch file\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    alltoall_late(sbuf, rbuf);
+    char *dst = (char *) (rbuf + late * COUNT);
+    struct iovec iov[2] = { {dst, block / 2}, {dst + block / 2, block / 2} };
+    ssize_t n = preadv(fd, iov, 2, 0);
+    if (n != (ssize_t) block || memcmp(dst, pattern, block) != 0) {
+        errs++;
+        printf("rank %d preadv: returned %zd\n", rank, n);
+    }
+    check_others("preadv", rbuf, late);
+    close(fd);
+
+    /* recvmsg: the late block from a socket pair */
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    alltoall_late(sbuf, rbuf);
+    size_t got = 0;
+    size_t chunk = 1024;
+    for (size_t off = 0; off < block; off += chunk)
+        if (write(sv[0], pattern + off, chunk) != (ssize_t) chunk)
+            MPI_Abort(MPI_COMM_WORLD, 1);
+    while (got < block) {
+        struct iovec one = { dst + got, block - got };
+        struct msghdr msg;
+        memset(&msg, 0, sizeof(msg));
+        msg.msg_iov = &one;
+        msg.msg_iovlen = 1;
+        n = recvmsg(sv[1], &msg, 0);
+        if (n <= 0)
+            break;
+        got += (size_t) n;
+    }
+    if (got != block || memcmp(dst, pattern, block) != 0) {
+        errs++;
+        printf("rank %d recvmsg: got %zu of %zu\n", rank, got, block);
+    }
+    check_others("recvmsg", rbuf, late);
+    close(sv[0]);
+    close(sv[1]);
+
+    /* getrandom: the late block overwritten with random bytes */
+    alltoall_late(sbuf, rbuf);
+    n = getrandom(dst, block, 0);
+    if (n != (ssize_t) block) {
+        errs++;
+        printf("rank %d getrandom: returned %zd\n", rank, n);
+    }
+    check_others("getrandom", rbuf, late);
+
+    int all;
+    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0 && all == 0)
+        printf(" No Errors\n");
+    free(sbuf);
+    free(rbuf);
+    free(pattern);
+    MPI_Finalize();
+    return 0;
+}
