@@ -71,10 +71,10 @@ int MPII_Tnbc_late_error_take(MPIR_Comm * comm)
 {
     for (int i = 0; i < MPII_TNBC_LATE_ERRORS; i++) {
         if (late[i].comm == comm) {
-            /* stacked on the original (class kept); stderr said which operation it was */
+            /* stacked on the original, whose class MPI_ERR_OTHER passes through; stderr said
+             * which operation it was */
             int error = MPIR_Err_create_code(late[i].error, MPIR_ERR_RECOVERABLE, __func__,
-                                             __LINE__, MPIR_ERR_GET_CLASS(late[i].error),
-                                             "**fail", 0);
+                                             __LINE__, MPI_ERR_OTHER, "**fail", 0);
             late[i].comm = NULL;
             MPIR_Comm_release(comm);
             return error;

@@ -1,0 +1,117 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* User callbacks that MPICH runs, reading a buffer whose collective is still in flight (the last
+ * rank enters late): an attribute copy function run by MPI_Comm_dup, and a user-defined op of a
+ * blocking MPI_Allreduce (T-NBC declines it; MPICH runs the op under its lock). Each reads the
+ * late block and must see the collective's result. */
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define COUNT 4096              /* ints per pair: 4 pages */
+
+static int rank, size, errs;
+static int *rbuf;
+static long seen_sum;
+
+static int value(int from, int to, int i)
+{
+    return from * 1000003 + to * 101 + i;
+}
+
+static long late_block_sum(void)
+{
+    long sum = 0;
+    for (int i = 0; i < COUNT; i++)
+        sum += rbuf[(size - 1) * COUNT + i];
+    return sum;
+}
+
+static long expected_sum(void)
+{
+    long sum = 0;
+    for (int i = 0; i < COUNT; i++)
+        sum += value(size - 1, rank, i);
+    return sum;
+}
+
+static void alltoall_late(int *sbuf)
+{
+    for (int p = 0; p < size; p++)
+        for (int i = 0; i < COUNT; i++)
+            sbuf[p * COUNT + i] = value(rank, p, i);
+    if (rank == size - 1)
+        usleep(200 * 1000);
+    MPI_Alltoall(sbuf, COUNT, MPI_INT, rbuf, COUNT, MPI_INT, MPI_COMM_WORLD);
+}
+
+static int copy_reading(MPI_Comm comm, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    seen_sum = late_block_sum();
+    *(void **) out = in;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static void sum_reading(void *in, void *inout, int *len, MPI_Datatype * type)
+{
+    seen_sum = late_block_sum();
+    for (int i = 0; i < *len; i++)
+        ((long *) inout)[i] += ((long *) in)[i];
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int *sbuf = malloc((size_t) size * COUNT * sizeof(int));
+    /* page aligned: the late block (the last) is whole pages, none completed in the call */
+    if (posix_memalign((void **) &rbuf, 4096, (size_t) size * COUNT * sizeof(int)) != 0)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+
+    /* attribute copy function */
+    int keyval;
+    MPI_Comm dup;
+    MPI_Comm_create_keyval(copy_reading, MPI_COMM_NULL_DELETE_FN, &keyval, NULL);
+    MPI_Comm_set_attr(MPI_COMM_WORLD, keyval, &keyval);
+    alltoall_late(sbuf);
+    seen_sum = 0;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    if (seen_sum != expected_sum()) {
+        errs++;
+        printf("rank %d copy function: late block sums to %ld, want %ld\n", rank, seen_sum,
+               expected_sum());
+    }
+    MPI_Comm_free(&dup);
+    MPI_Comm_delete_attr(MPI_COMM_WORLD, keyval);
+    MPI_Comm_free_keyval(&keyval);
+
+    /* user-defined op */
+    MPI_Op op;
+    long one = 1, total = 0;
+    MPI_Op_create(sum_reading, 1, &op);
+    alltoall_late(sbuf);
+    seen_sum = expected_sum();
+    MPI_Allreduce(&one, &total, 1, MPI_LONG, op, MPI_COMM_WORLD);
+    if (total != size || seen_sum != expected_sum()) {
+        errs++;
+        printf("rank %d user op: total %ld, late block sums to %ld, want %ld\n", rank, total,
+               seen_sum, expected_sum());
+    }
+    MPI_Op_free(&op);
+
+    int all;
+    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0 && all == 0)
+        printf(" No Errors\n");
+    free(sbuf);
+    free(rbuf);
+    MPI_Finalize();
+    return 0;
+}
