@@ -429,11 +429,12 @@ static void *helper_main(void *arg)
 /* The handler is about to wait for a page. A thread that holds the global lock would wait for
  * a progress engine that needs that lock, and going on without the data would lose it. MPICH's
  * own accesses to application buffers are settled before it takes the lock (the bindings'
- * hooks, MPI_Start included), and buffers the application frees are forgotten by free()
- * (src/util/mpir_pageguard/pageguard_alloc.c), so what is left reads or writes live data from
- * inside MPICH: a user callback run under the lock (an attribute copy function, a generalized
- * request's query), or target-side RMA on a pending buffer: the page guards abort, after this
- * says why (a page of the thread's own stack is given up instead: its frame has returned). */
+ * hooks, MPI_Start included), MPICH releases the lock around user ops, attribute and
+ * generalized-request callbacks, and buffers the application frees are forgotten by free()
+ * (src/util/mpir_pageguard/pageguard_alloc.c). What is left reads or writes live data from
+ * inside MPICH: a user error handler, or target-side RMA on a pending buffer: the page guards
+ * abort, after this says why (a page of the thread's own stack is given up instead: its frame
+ * has returned). */
 static void cannot_wait_message(void *addr)
 {
     (void) addr;

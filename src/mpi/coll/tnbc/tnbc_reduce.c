@@ -46,15 +46,6 @@ typedef struct {
                                  * on rank 0) */
 } MPII_Tnbc_reduction_t;
 
-/* A user-defined op makes the call take MPICH's blocking path, which runs the op under its lock:
- * the op may read any memory, including buffers still in flight, so everything is settled
- * first. */
-#define MPII_TNBC_SETTLE_FOR_OP(op_)            \
-    do {                                        \
-        if (!HANDLE_IS_BUILTIN(op_))            \
-            MPII_TNBC_SETTLE_ALL();             \
-    } while (0)
-
 /* Can the schedules apply this op to this datatype from the progress engine? */
 static int op_type_unsupported(MPI_Datatype datatype, MPI_Op op)
 {
@@ -117,7 +108,6 @@ int MPIR_Tnbc_Allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_
     MPII_Tnbc_start_t args = {.coll = r.coll,.comm = comm_ptr };
 
     *tnbc_handled = 0;
-    MPII_TNBC_SETTLE_FOR_OP(op);
     MPII_TNBC_SETTLE(sendbuf, count, datatype);
     MPII_TNBC_SETTLE(recvbuf, count, datatype);
     MPIR_Datatype_get_size_macro(datatype, typesize);
@@ -149,7 +139,6 @@ int MPIR_Tnbc_Reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     MPII_Tnbc_start_t args = {.coll = r.coll,.comm = comm_ptr };
 
     *tnbc_handled = 0;
-    MPII_TNBC_SETTLE_FOR_OP(op);
     MPII_TNBC_SETTLE(sendbuf, count, datatype);
     MPII_TNBC_SETTLE(recvbuf, count, datatype);
     /* erroneous, and the receive buffer off the root need not be memory */
@@ -184,7 +173,6 @@ static int reduce_scatter(MPIR_Tnbc_coll_t coll, const void *sendbuf, void *recv
     MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
 
     *tnbc_handled = 0;
-    MPII_TNBC_SETTLE_FOR_OP(op);
     MPII_TNBC_SETTLE_ALL();
     MPIR_Datatype_get_size_macro(datatype, typesize);
     for (int k = 0; k < size; k++)
@@ -234,7 +222,6 @@ static int scan(MPIR_Tnbc_coll_t coll, const void *sendbuf, void *recvbuf, MPI_A
     MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
 
     *tnbc_handled = 0;
-    MPII_TNBC_SETTLE_FOR_OP(op);
     MPII_TNBC_SETTLE(sendbuf, count, datatype);
     MPII_TNBC_SETTLE(recvbuf, count, datatype);
     MPIR_Datatype_get_size_macro(datatype, typesize);
