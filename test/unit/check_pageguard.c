@@ -530,31 +530,44 @@ START_TEST(null_dereference_default_action)
 }
 END_TEST
 
-START_TEST(replaced_handler_is_reinstalled)
+/* A two-page receive region whose one sub-message another thread completes 20 ms later with
+ * fill: a touch waits in our handler and reads the data. */
+static void touch_waits_for_data(char fill)
 {
-    install_previous_raw();     /* someone replaces our handler after init */
     char *mem = map_pages(2);
     size_t off = 0, len = 2 * ps;
     MPIR_Pageguard_region_t *r;
     ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
                                              &r), MPIR_PAGEGUARD_OK);
-    MPIR_Pageguard_stats_t st;
-    MPIR_Pageguard_get_stats(&st);
-    ck_assert_uint_eq(st.replaced, 1);
-    ck_assert_int_eq(MPIR_Pageguard_check_handler(), 1);
-    struct completer c = { r, 1, 20, NULL, 'R' };
+    struct completer c = { r, 1, 20, NULL, fill };
     test_off[0] = 0;
     test_len[0] = 2 * ps;
     pthread_t t;
     pthread_create(&t, NULL, complete_later, &c);
-    ck_assert_int_eq(((volatile char *) mem)[5], 'R');  /* ours again: waits, no crash */
+    ck_assert_int_eq(((volatile char *) mem)[5], fill);
     pthread_join(t, NULL);
-    /* and the newcomer now gets the faults that are not ours */
+    MPIR_Pageguard_unregister(r);
+}
+
+/* A fault on a page the program protected itself (previous_handler opens it again). */
+static void foreign_fault(void)
+{
     foreign_page = map_pages(1);
     mprotect(foreign_page, ps, PROT_NONE);
     ((volatile char *) foreign_page)[0] = 1;
+}
+
+START_TEST(replaced_handler_is_reinstalled)
+{
+    install_previous_raw();     /* someone replaces our handler after init */
+    touch_waits_for_data('R');  /* registering found ours replaced: ours again, no crash */
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.replaced, 1);
+    ck_assert_int_eq(MPIR_Pageguard_check_handler(), 1);
+    /* and the newcomer now gets the faults that are not ours */
+    foreign_fault();
     ck_assert_int_eq(previous_called, 1);
-    MPIR_Pageguard_unregister(r);
 }
 END_TEST
 
@@ -566,27 +579,13 @@ START_TEST(program_handler_goes_behind_ours)
     struct sigaction now;
     ck_assert_int_eq(sigaction(SIGSEGV, NULL, &now), 0);
     ck_assert(now.sa_sigaction == previous_handler);
-    char *mem = map_pages(2);
-    size_t off = 0, len = 2 * ps;
-    MPIR_Pageguard_region_t *r;
-    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
-                                             &r), MPIR_PAGEGUARD_OK);
-    struct completer c = { r, 1, 20, NULL, 'B' };
-    test_off[0] = 0;
-    test_len[0] = 2 * ps;
-    pthread_t t;
-    pthread_create(&t, NULL, complete_later, &c);
-    ck_assert_int_eq(((volatile char *) mem)[5], 'B');
-    pthread_join(t, NULL);
+    touch_waits_for_data('B');
     ck_assert_int_eq(previous_called, 0);
-    foreign_page = map_pages(1);
-    mprotect(foreign_page, ps, PROT_NONE);
-    ((volatile char *) foreign_page)[0] = 1;
+    foreign_fault();
     ck_assert_int_eq(previous_called, 1);
     MPIR_Pageguard_stats_t st;
     MPIR_Pageguard_get_stats(&st);
     ck_assert_uint_eq(st.replaced, 0);
-    MPIR_Pageguard_unregister(r);
 }
 END_TEST
 
@@ -655,21 +654,9 @@ START_TEST(segv_is_never_blocked)
     sigaction(SIGUSR1, NULL, &back);
     ck_assert(!sigismember(&back.sa_mask, SIGSEGV));
 
-    char *mem = map_pages(2);
-    size_t off = 0, len = 2 * ps;
-    MPIR_Pageguard_region_t *r;
-    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
-                                             &r), MPIR_PAGEGUARD_OK);
-    struct completer c = { r, 1, 20, NULL, 'M' };
-    test_off[0] = 0;
-    test_len[0] = 2 * ps;
-    pthread_t t;
-    pthread_create(&t, NULL, complete_later, &c);
-    ck_assert_int_eq(((volatile char *) mem)[5], 'M');
-    pthread_join(t, NULL);
+    touch_waits_for_data('M');
     sigemptyset(&all);
     pthread_sigmask(SIG_SETMASK, &all, NULL);
-    MPIR_Pageguard_unregister(r);
 }
 END_TEST
 

@@ -25,8 +25,6 @@
 #include <errno.h>
 #include <stdint.h>
 
-#define MPII_PAGEGUARD_EXPORT __attribute__ ((visibility("default")))
-
 /* The next definitions (libc's, or a replacement allocator linked after libmpi), looked up
  * before the program's threads start, or at first use by a constructor that runs before ours.
  * malloc_usable_size is used only when it comes from the same object as free. A pointer freed
@@ -73,11 +71,6 @@ static inline int ready(void)
     return 1;
 }
 
-static inline int any_guards(void)
-{
-    return atomic_load_explicit(&MPII_pageguard.live_regions, memory_order_relaxed) > 0;
-}
-
 /* The bytes a chunk really spans; 0 when unknown. Only a chunk of at least a page can hold a
  * guarded page (guards cover whole pages inside one buffer). */
 static size_t chunk_span(void *ptr)
@@ -110,7 +103,7 @@ static void pageguard_free(void *ptr)
 {
     if (!ready())
         return;
-    if (ptr && any_guards())
+    if (ptr && MPII_Pageguard_any_region())
         settle_freed(ptr);
     libc_alloc.free(ptr);
 }
@@ -119,7 +112,7 @@ static void *pageguard_realloc(void *ptr, size_t size)
 {
     if (!ready())
         return NULL;
-    if (ptr && any_guards())
+    if (ptr && MPII_Pageguard_any_region())
         settle_moved(ptr);
     return libc_alloc.realloc(ptr, size);
 }
@@ -128,7 +121,7 @@ static void *pageguard_reallocarray(void *ptr, size_t nmemb, size_t size)
 {
     if (!ready())
         return NULL;
-    if (ptr && any_guards())
+    if (ptr && MPII_Pageguard_any_region())
         settle_moved(ptr);
     if (libc_alloc.reallocarray)
         return libc_alloc.reallocarray(ptr, nmemb, size);

@@ -120,11 +120,24 @@ static inline void MPII_Pageguard_slot_leave(MPII_Pageguard_slot_t * slot)
     atomic_fetch_sub(&slot->users, 1);
 }
 
+/* Any region registered: the one check of the libc wrappers (pageguard_alloc.c,
+ * pageguard_syscalls.c) before they look at a buffer. */
+static inline int MPII_Pageguard_any_region(void)
+{
+    return atomic_load_explicit(&MPII_pageguard.live_regions, memory_order_relaxed) > 0;
+}
+
+/* libmpi is built with -fvisibility=hidden; the libc wrappers must be seen by the program */
+#define MPII_PAGEGUARD_EXPORT __attribute__ ((visibility("default")))
+
 /* Give up guarded page p of a receive region: accessible now, never landed, counted; 1 if it
  * was guarded. Callers wake the waiters. Signal-safe (atomics and mprotect). */
 int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p);
 int MPII_Pageguard_install_handler(void);
 int MPII_Pageguard_landing_fd(void);
+/* libc's pwrite, past our own wrapper: the landing writes from staging, never guarded
+ * (pageguard_syscalls.c). */
+ssize_t MPII_Pageguard_libc_pwrite(int fd, const void *buf, size_t count, off_t off);
 int MPII_Pageguard_is_our_handler(const struct sigaction *sa);
 /* The handler foreign faults go to: a copy, and its replacement (pageguard_fault.c). */
 void MPII_Pageguard_get_previous(struct sigaction *sa);

@@ -361,7 +361,7 @@ static int land(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi)
         while (stop < ghi && !is_forgotten(r, stop))
             stop = next_page(stop, ghi);
         while (at < stop) {
-            ssize_t n = pwrite(fd, src + (at - lo), stop - at, (off_t) at);
+            ssize_t n = MPII_Pageguard_libc_pwrite(fd, src + (at - lo), stop - at, (off_t) at);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0)

@@ -22,8 +22,6 @@
 #include <dlfcn.h>
 #include <string.h>
 
-#define MPII_PAGEGUARD_EXPORT __attribute__ ((visibility("default")))
-
 /* libc's (or the next library's) functions, looked up before the program's threads start, or
  * at first use by a constructor that runs before ours */
 static struct {

@@ -27,8 +27,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define MPII_PAGEGUARD_EXPORT __attribute__ ((visibility("default")))
-
 /* The next definitions (libc's), looked up before the program's threads start (dlsym is not
  * async-signal-safe, and read and write are), or at first use by an earlier constructor. */
 enum {
@@ -101,22 +99,17 @@ static inline void *next_of(int i)
     return libc_io[i];
 }
 
-static inline int any_guards(void)
-{
-    return atomic_load_explicit(&MPII_pageguard.live_regions, memory_order_relaxed) > 0;
-}
-
 /* The kernel will write (into=1) or read (into=0) [buf, buf + len). */
 static inline void settle(const void *buf, size_t len, int into)
 {
-    if (any_guards() && buf && len)
+    if (MPII_Pageguard_any_region() && buf && len)
         MPIR_Pageguard_guarded_pages(buf, len,
                                      into ? MPIR_PAGEGUARD_TOUCH_WRITE : MPIR_PAGEGUARD_TOUCH_READ);
 }
 
 static void settle_iov(const struct iovec *iov, int iovcnt, int into)
 {
-    if (!any_guards() || !iov)
+    if (!MPII_Pageguard_any_region() || !iov)
         return;
     for (int i = 0; i < iovcnt; i++)
         settle(iov[i].iov_base, iov[i].iov_len, into);
@@ -124,7 +117,7 @@ static void settle_iov(const struct iovec *iov, int iovcnt, int into)
 
 static void settle_msg(const struct msghdr *msg, int into)
 {
-    if (!any_guards() || !msg)
+    if (!MPII_Pageguard_any_region() || !msg)
         return;
     settle_iov(msg->msg_iov, (int) msg->msg_iovlen, into);
     settle(msg->msg_control, msg->msg_controllen, into);
@@ -140,6 +133,11 @@ typedef ssize_t(*sr_fn) (int, void *, size_t, int);
 typedef ssize_t(*srto_fn) (int, void *, size_t, int, void *, socklen_t *);
 typedef ssize_t(*msg_fn) (int, void *, int);
 typedef size_t(*stdio_fn) (void *, size_t, size_t, FILE *);
+
+ssize_t MPII_Pageguard_libc_pwrite(int fd, const void *buf, size_t count, off_t off)
+{
+    return ((prw_fn) next_of(NEXT_PWRITE64))(fd, (void *) buf, count, off);
+}
 
 MPII_PAGEGUARD_EXPORT ssize_t read(int fd, void *buf, size_t count)
 {
