@@ -439,7 +439,7 @@ static void cannot_wait_message(void *addr)
 {
     (void) addr;
     static const char msg[] =
-        "mpich-tnbc: fatal: a thread inside MPICH (a user callback run by MPICH, or RMA on a "
+        "mpich-tnbc: fatal: a thread inside MPICH (an error handler run by MPICH, or RMA on a "
         "window) touched a buffer of a collective that returned early before its data "
         "arrived; it cannot wait while it holds MPICH's lock. Read the buffer before, or run "
         "with MPIR_CVAR_TNBC_ENABLE=0.\n";
