@@ -110,8 +110,10 @@ static void pageguard_free(void *ptr)
 
 static void *pageguard_realloc(void *ptr, size_t size)
 {
-    if (!ready())
+    if (!ready()) {
+        errno = ENOMEM;
         return NULL;
+    }
     if (ptr && MPII_Pageguard_any_region())
         settle_moved(ptr);
     return libc_alloc.realloc(ptr, size);
@@ -119,8 +121,10 @@ static void *pageguard_realloc(void *ptr, size_t size)
 
 static void *pageguard_reallocarray(void *ptr, size_t nmemb, size_t size)
 {
-    if (!ready())
+    if (!ready()) {
+        errno = ENOMEM;
         return NULL;
+    }
     if (ptr && MPII_Pageguard_any_region())
         settle_moved(ptr);
     if (libc_alloc.reallocarray)

@@ -79,13 +79,20 @@ void MPII_Pageguard_get_previous(struct sigaction *sa)
     } while ((before & 1) || before != after);
 }
 
+/* The caller's struct is copied before the sequence turns odd, and every signal is blocked
+ * while it is odd: a fault in this thread meanwhile would spin for ever in get_previous. */
 void MPII_Pageguard_set_previous(const struct sigaction *sa)
 {
+    struct sigaction copy = *sa;
+    sigset_t all, saved;
+    sigfillset(&all);
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &saved, _NSIG / 8);
     while (atomic_flag_test_and_set(&previous_writing));
     atomic_fetch_add(&previous_seq, 1);
-    previous = *sa;
+    previous = copy;
     atomic_fetch_add(&previous_seq, 1);
     atomic_flag_clear(&previous_writing);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &saved, NULL, _NSIG / 8);
 }
 
 static int install(void)
@@ -154,6 +161,12 @@ int MPIR_Pageguard_check_handler(void)
  * the interrupted code comes back when our handler returns. */
 static void call_previous(const struct sigaction *prev, int sig, siginfo_t * info, void *uctx)
 {
+    if (prev->sa_flags & SA_RESETHAND) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof(dfl));
+        dfl.sa_handler = SIG_DFL;
+        MPII_Pageguard_set_previous(&dfl);
+    }
     sigset_t block = prev->sa_mask;
     syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, NULL, _NSIG / 8);
     if (prev->sa_flags & SA_NODEFER) {
@@ -161,12 +174,6 @@ static void call_previous(const struct sigaction *prev, int sig, siginfo_t * inf
         sigemptyset(&segv);
         sigaddset(&segv, sig);
         syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &segv, NULL, _NSIG / 8);
-    }
-    if (prev->sa_flags & SA_RESETHAND) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof(dfl));
-        dfl.sa_handler = SIG_DFL;
-        MPII_Pageguard_set_previous(&dfl);
     }
     if (prev->sa_flags & SA_SIGINFO)
         prev->sa_sigaction(sig, info, uctx);
@@ -309,8 +316,9 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
         MPII_pageguard.config.before_wait((void *) addr) == MPIR_PAGEGUARD_CANNOT_WAIT) {
         /* A page of this thread's own stack touched by a thread that cannot wait: the frame
          * that held the buffer has returned, and calls made since (an MPI call, under the lock
-         * its data needs) push their frames there. Nobody can read that buffer any more. */
-        if (addr >= stack_lo && addr < stack_hi) {
+         * its data needs) push their frames there. Nobody can read that buffer any more. (A
+         * send page is still being read by the network: it is not given up.) */
+        if (r->kind == MPIR_PAGEGUARD_RECV && addr >= stack_lo && addr < stack_hi) {
             if (MPII_Pageguard_forget_page(r, page))
                 MPII_Pageguard_wake(r);
             return;
@@ -367,7 +375,8 @@ static void handler(int sig, siginfo_t * info, void *uctx)
                     errno = saved_errno;
                     return;
                 }
-                released |= (state == MPII_PAGE_RELEASED);
+                /* a forgotten page is opened just after its state changed */
+                released |= (state == MPII_PAGE_RELEASED || state == MPII_PAGE_FORGOTTEN);
             }
             MPII_Pageguard_slot_leave(slot);
         }
@@ -416,6 +425,13 @@ static size_t altstack_size(void)
 
 static void altstack_free(void *mem)
 {
+    /* the exiting thread's frames, and a thread that gets this stack next, must not run onto
+     * pages still guarded: receive data there is unwanted, send data must leave first */
+    if (stack_hi > stack_lo) {
+        MPIR_Pageguard_forget_recv((void *) stack_lo, stack_hi - stack_lo);
+        MPIR_Pageguard_guarded_pages((void *) stack_lo, stack_hi - stack_lo,
+                                     MPIR_PAGEGUARD_TOUCH_WRITE);
+    }
     stack_t now, off = {.ss_flags = SS_DISABLE };
     if (sigaltstack(NULL, &now) == 0 && now.ss_sp == (char *) mem + MPII_pageguard.pagesize)
         sigaltstack(&off, NULL);

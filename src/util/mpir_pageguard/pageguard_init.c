@@ -107,7 +107,9 @@ int MPII_Pageguard_landing_fd(void)
         return fd;
     pthread_mutex_lock(&reopen_lock);
     if (atomic_load(&MPII_pageguard.mem_fd) == fd) {
-        if (fd >= 0 && MPII_pageguard.mem_pid != pid)
+        /* a fork child's inherited copy, if the child has not closed and reused the number */
+        if (fd >= 0 && MPII_pageguard.mem_pid != pid && fstat(fd, &now) == 0 &&
+            now.st_dev == MPII_pageguard.mem_dev && now.st_ino == MPII_pageguard.mem_ino)
             close(fd);
         int fresh = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
         if (fresh >= 0 && fstat(fresh, &now) != 0) {

@@ -481,7 +481,7 @@ static void start_helper(void)
  * other thread starts a collective in between. A thread inside MPICH cannot wait (MPICH does
  * not fork). The handlers stay registered for the process's life. */
 static int atfork_registered;
-static int fork_holds_lock;
+static MPL_TLS int fork_holds_lock;  /* the forking thread's */
 
 static void fork_prepare(void)
 {

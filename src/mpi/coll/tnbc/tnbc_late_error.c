@@ -51,8 +51,10 @@ void MPII_Tnbc_late_error_raise(MPIR_Comm * comm, int coll, int error)
     }
     int free_slot = -1;
     for (int i = 0; i < MPII_TNBC_LATE_ERRORS; i++) {
-        if (late[i].comm == comm)
-            return;     /* one kept per communicator: the first */
+        if (late[i].comm == comm) {
+            report(coll, error, "not returned: an earlier one is kept for the communicator");
+            return;
+        }
         if (!late[i].comm && free_slot < 0)
             free_slot = i;
     }
