@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #endif
 #include "mpir_pageguard.h"
+#include "pageguard_internal.h"
 
 #include <check.h>
 #include <errno.h>
@@ -719,6 +720,84 @@ START_TEST(shared_mapping_refused_for_receive)
 }
 END_TEST
 
+/* The protection a range had: each method available here agrees, and refuses what is not
+ * read-write everywhere. */
+START_TEST(protection_of_a_range)
+{
+    const MPII_Pageguard_prot_method_t methods[] = { MPII_PAGEGUARD_BY_QUERY,
+        MPII_PAGEGUARD_BY_POPULATE
+    };
+    for (int m = 0; m < 2; m++) {
+        char *mem = map_pages(4);
+        uintptr_t lo = (uintptr_t) mem, hi = lo + 4 * ps;
+        int prot = 0;
+        int rc = MPII_Pageguard_prot_by(methods[m], lo, hi, &prot);
+        if (rc == MPII_PAGEGUARD_PROT_UNKNOWN)
+            continue;   /* this kernel lacks the method */
+        ck_assert_int_eq(rc, MPII_PAGEGUARD_PROT_OK);
+        ck_assert_int_eq(prot, PROT_READ | PROT_WRITE);
+        mprotect(mem + ps, ps, PROT_READ);
+        ck_assert_int_eq(MPII_Pageguard_prot_by(methods[m], lo, hi, &prot),
+                         MPII_PAGEGUARD_PROT_REFUSED);
+        ck_assert_int_eq(MPII_Pageguard_prot_by(methods[m], lo + 2 * ps, hi, &prot),
+                         MPII_PAGEGUARD_PROT_OK);
+        munmap(mem + 3 * ps, ps);
+        ck_assert_int_eq(MPII_Pageguard_prot_by(methods[m], lo + 2 * ps, hi, &prot),
+                         MPII_PAGEGUARD_PROT_REFUSED);
+        munmap(mem, 3 * ps);
+    }
+}
+END_TEST
+
+/* Memory the program made read-only is never guarded (its pages would come back writable). */
+START_TEST(read_only_send_is_refused)
+{
+    char *mem = map_pages(4);
+    mprotect(mem, 4 * ps, PROT_READ);
+    size_t off = 0, len = 4 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 1, &off, &len, MPIR_PAGEGUARD_SEND, 0,
+                                             &r), MPIR_PAGEGUARD_ERR_PROT);
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_ERR_PROT);
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.refused_prot, 2);
+    int prot;
+    ck_assert_int_ne(MPII_Pageguard_open_prot((uintptr_t) mem, (uintptr_t) mem + 4 * ps, &prot),
+                     MPII_PAGEGUARD_PROT_OK);
+}
+END_TEST
+
+/* Executable pages (a JIT's buffer) are executable again once released, where the kernel can
+ * tell (PROCMAP_QUERY) and allows writable executable memory. */
+START_TEST(executable_pages_stay_executable)
+{
+    char *mem = mmap(NULL, 4 * ps, PROT_READ | PROT_WRITE | PROT_EXEC,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int prot = 0;
+    if (mem == MAP_FAILED ||
+        MPII_Pageguard_prot_by(MPII_PAGEGUARD_BY_QUERY, (uintptr_t) mem, (uintptr_t) mem + 4 * ps,
+                               &prot) != MPII_PAGEGUARD_PROT_OK)
+        return;
+    ck_assert_int_eq(prot, PROT_READ | PROT_WRITE | PROT_EXEC);
+    split(4 * ps, 2, test_off, test_len);
+    for (int kind = 0; kind < 2; kind++) {
+        MPIR_Pageguard_region_t *r;
+        ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 2, test_off, test_len,
+                                                 kind ? MPIR_PAGEGUARD_SEND : MPIR_PAGEGUARD_RECV,
+                                                 0, &r), MPIR_PAGEGUARD_OK);
+        ck_assert_int_eq(MPIR_Pageguard_complete(r, 0), MPIR_PAGEGUARD_OK);
+        ck_assert_int_eq(MPIR_Pageguard_complete(r, 1), MPIR_PAGEGUARD_OK);
+        ck_assert_int_eq(MPII_Pageguard_prot_by(MPII_PAGEGUARD_BY_QUERY, (uintptr_t) mem,
+                                                (uintptr_t) mem + 4 * ps, &prot),
+                         MPII_PAGEGUARD_PROT_OK);
+        ck_assert_int_eq(prot, PROT_READ | PROT_WRITE | PROT_EXEC);
+        MPIR_Pageguard_unregister(r);
+    }
+}
+END_TEST
+
 static void *unregister_later(void *r)
 {
     sleep_ms(1);
@@ -1040,6 +1119,9 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, stack_buffer);
     tcase_add_test(tc, budget_refusal_leaves_buffer_alone);
     tcase_add_test(tc, shared_mapping_refused_for_receive);
+    tcase_add_test(tc, protection_of_a_range);
+    tcase_add_test(tc, read_only_send_is_refused);
+    tcase_add_test(tc, executable_pages_stay_executable);
 
     tc = guarded_tcase(s, "faults");
     tcase_add_test(tc, fault_waits_for_completion);

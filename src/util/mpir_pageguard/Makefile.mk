@@ -11,6 +11,7 @@ mpi_core_sources += \
     src/util/mpir_pageguard/pageguard_fault.c \
     src/util/mpir_pageguard/pageguard_init.c \
     src/util/mpir_pageguard/pageguard_region.c \
+    src/util/mpir_pageguard/pageguard_prot.c \
     src/util/mpir_pageguard/pageguard_staging.c \
     src/util/mpir_pageguard/pageguard_alloc.c \
     src/util/mpir_pageguard/pageguard_signal.c \

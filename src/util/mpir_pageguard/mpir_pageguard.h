@@ -43,6 +43,8 @@
 #define MPIR_PAGEGUARD_ERR_LANDING  -5  /* the buffer cannot take data through /proc/self/mem */
 #define MPIR_PAGEGUARD_ERR_SLOTS    -6  /* too many regions registered at once */
 #define MPIR_PAGEGUARD_ERR_NOTHING  -7  /* no whole page to guard: complete synchronously */
+#define MPIR_PAGEGUARD_ERR_PROT     -8  /* not memory the program can read and write (read-only,
+                                         * a read-only file, mixed protections): copy or wait */
 
 typedef enum {
     MPIR_PAGEGUARD_RECV,        /* PROT_NONE; data lands from staging at completion */
@@ -88,7 +90,7 @@ typedef struct MPIR_Pageguard_region MPIR_Pageguard_region_t;
 
 typedef struct {
     unsigned long regions;      /* registered so far */
-    unsigned long refused_budget, refused_nomem, refused_landing, refused_other;
+    unsigned long refused_budget, refused_nomem, refused_landing, refused_prot, refused_other;
     unsigned long faults;       /* faults on our pages */
     unsigned long foreign_faults;       /* faults passed to the previous handler */
     unsigned long replaced;     /* times our handler was found replaced */

@@ -253,8 +253,7 @@ static void release_touched(MPIR_Pageguard_region_t * r, int k, size_t page)
                                            &last)) {
         first = last = page;
     }
-    MPII_Pageguard_mprotect(r->gbase + first * ps, (last - first + 1) * ps,
-                            PROT_READ | PROT_WRITE);
+    MPII_Pageguard_mprotect(r->gbase + first * ps, (last - first + 1) * ps, r->open_prot);
     for (size_t p = first; p <= last; p++) {
         unsigned char guarded = MPII_PAGE_GUARDED;
         if (atomic_compare_exchange_strong(&r->page_state[p], &guarded, MPII_PAGE_RELEASED))

@@ -219,6 +219,7 @@ void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats)
     stats->refused_budget = MPII_pageguard.refused_budget;
     stats->refused_nomem = MPII_pageguard.refused_nomem;
     stats->refused_landing = MPII_pageguard.refused_landing;
+    stats->refused_prot = MPII_pageguard.refused_prot;
     stats->refused_other = MPII_pageguard.refused_other;
     stats->map_budget = MPII_pageguard.map_budget;
     stats->maps_in_use = MPII_pageguard.maps_in_use;

@@ -36,6 +36,7 @@ struct MPIR_Pageguard_region {
     uintptr_t guard_lo, guard_hi;       /* whole pages inside [base, end): may be protected */
     MPIR_Pageguard_kind_t kind;
     int flags;
+    int open_prot;              /* what the program gave the pages: restored on release */
     int nsub;
     size_t *sub_off, *sub_len;
 
@@ -86,7 +87,8 @@ typedef struct {
     _Atomic uint64_t data_event_ns;     /* MPIR_Pageguard_note_data_event */
     _Atomic uint64_t release_hist[MPIR_PAGEGUARD_LATENCY_BUCKETS];
     _Atomic uint64_t release_max_ns;
-    unsigned long regions, refused_budget, refused_nomem, refused_landing, refused_other;
+    unsigned long regions, refused_budget, refused_nomem, refused_landing, refused_prot,
+        refused_other;
 
     /* released staging mappings for the next regions (pageguard_staging.c); under lock */
     struct {
@@ -129,6 +131,18 @@ static inline int MPII_Pageguard_any_region(void)
 
 /* libmpi is built with -fvisibility=hidden; the libc wrappers must be seen by the program */
 #define MPII_PAGEGUARD_EXPORT __attribute__ ((visibility("default")))
+
+/* The protection to open the pages of [lo, hi) with again (pageguard_prot.c). */
+enum {
+    MPII_PAGEGUARD_PROT_OK = 0,         /* readable and writable everywhere: *prot is set */
+    MPII_PAGEGUARD_PROT_REFUSED = 1,    /* read-only, unmapped or mixed: do not guard */
+    MPII_PAGEGUARD_PROT_UNKNOWN = 2     /* the method is not available here */
+};
+typedef enum { MPII_PAGEGUARD_BY_QUERY, MPII_PAGEGUARD_BY_POPULATE } MPII_Pageguard_prot_method_t;
+int MPII_Pageguard_open_prot(uintptr_t lo, uintptr_t hi, int *prot);
+/* one method only (unit tests) */
+int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintptr_t hi,
+                           int *prot);
 
 /* Give up guarded page p of a receive region: accessible now, never landed, counted; 1 if it
  * was guarded. Callers wake the waiters. Signal-safe (atomics and mprotect). */

@@ -113,6 +113,8 @@ static void count_refusal(int rc)
         MPII_pageguard.refused_nomem++;
     else if (rc == MPIR_PAGEGUARD_ERR_LANDING)
         MPII_pageguard.refused_landing++;
+    else if (rc == MPIR_PAGEGUARD_ERR_PROT)
+        MPII_pageguard.refused_prot++;
     else
         MPII_pageguard.refused_other++;
     pthread_mutex_unlock(&MPII_pageguard.lock);
@@ -162,6 +164,11 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
         rc = MPIR_PAGEGUARD_ERR_NOTHING;
         goto fn_fail;
     }
+    int open_prot;
+    if (MPII_Pageguard_open_prot(guard_lo, guard_hi, &open_prot) != MPII_PAGEGUARD_PROT_OK) {
+        rc = MPIR_PAGEGUARD_ERR_PROT;
+        goto fn_fail;
+    }
     MPII_Pageguard_ensure_altstack();
     if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE) &&
         MPII_pageguard.mem_fd < 0) {
@@ -184,6 +191,7 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
     r->guard_hi = guard_hi;
     r->kind = kind;
     r->flags = flags;
+    r->open_prot = open_prot;
     r->nsub = nsub;
     r->sub_off = malloc(nsub * sizeof(size_t));
     r->sub_len = malloc(nsub * sizeof(size_t));
@@ -275,7 +283,7 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
     atomic_fetch_add(&MPII_pageguard.live_regions, 1);
 
     size_t done_runs;
-    int prot = (kind == MPIR_PAGEGUARD_RECV) ? PROT_NONE : PROT_READ;
+    int prot = (kind == MPIR_PAGEGUARD_RECV) ? PROT_NONE : (open_prot & ~PROT_WRITE);
     if (protect_runs(r, MPII_PAGE_GUARDED, prot, &done_runs) != 0) {
         rc = (errno == ENOMEM) ? MPIR_PAGEGUARD_ERR_NOMEM : MPIR_PAGEGUARD_ERR_ARG;
         goto fn_undo;
@@ -298,7 +306,7 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
 
   fn_undo:
     /* Nothing has been written yet: opening every page again restores the buffer. */
-    protect_runs(r, MPII_PAGE_GUARDED, PROT_READ | PROT_WRITE, &done_runs);
+    protect_runs(r, MPII_PAGE_GUARDED, r->open_prot, &done_runs);
     retire_slot(r);
   fn_fail:
     count_refusal(rc);
@@ -407,7 +415,7 @@ int MPIR_Pageguard_complete(MPIR_Pageguard_region_t * r, int k)
         while (q <= last && r->page_pending[q] == 0 &&
                atomic_load(&r->page_state[q]) == MPII_PAGE_GUARDED)
             q++;
-        if (MPII_Pageguard_mprotect(r->gbase + p * ps, (q - p) * ps, PROT_READ | PROT_WRITE)) {
+        if (MPII_Pageguard_mprotect(r->gbase + p * ps, (q - p) * ps, r->open_prot)) {
             rc = MPIR_PAGEGUARD_ERR_NOMEM;
             break;
         }
@@ -433,7 +441,7 @@ int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p)
     /* unmapped, it would not matter; but madvise(MADV_DONTNEED) reports the same event and
      * keeps the mapping, and malloc reusing the memory must be able to write it */
     MPII_Pageguard_mprotect(r->gbase + p * MPII_pageguard.pagesize, MPII_pageguard.pagesize,
-                            PROT_READ | PROT_WRITE);
+                            r->open_prot);
     atomic_fetch_sub(&r->unreleased, 1);
     atomic_fetch_add(&MPII_pageguard.forgotten, 1);
     return 1;
@@ -490,7 +498,7 @@ void MPIR_Pageguard_open_all(MPIR_Pageguard_region_t * r)
     size_t done_runs;
     pthread_mutex_lock(&r->lock);
     if (atomic_load(&r->unreleased) > 0) {
-        protect_runs(r, MPII_PAGE_GUARDED, PROT_READ | PROT_WRITE, &done_runs);
+        protect_runs(r, MPII_PAGE_GUARDED, r->open_prot, &done_runs);
         for (size_t p = 0; p < r->npages; p++) {
             unsigned char guarded = MPII_PAGE_GUARDED;
             atomic_compare_exchange_strong(&r->page_state[p], &guarded, MPII_PAGE_RELEASED);

@@ -130,7 +130,7 @@ static void setup_recv(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int want_e
             return;
         }
         op->outcome = (rc == MPIR_PAGEGUARD_ERR_NOTHING) ? MPIR_TNBC_SYNC_NO_PAGE :
-            MPIR_TNBC_SYNC_GUARD;
+            (rc == MPIR_PAGEGUARD_ERR_PROT) ? MPIR_TNBC_SYNC_PROT : MPIR_TNBC_SYNC_GUARD;
     }
     op->recv_mode = MPII_TNBC_RECV_PLAIN;
     op->recv_base = op->recv_user;
@@ -328,7 +328,9 @@ static void guard_failed(MPII_Tnbc_op_t * op, MPIR_Pageguard_region_t * region)
     MPIR_Pageguard_open_all(region);
     if (!op->error)
         op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_INTERN, "**fail", 0);
+                                         MPI_ERR_INTERN, "**intern", "**intern %s",
+                                         "T-NBC could not land received data or open guarded "
+                                         "pages again");
 }
 
 /* A receive (or self copy) filled receive sub-message k. */
