@@ -9,8 +9,9 @@
  * A guarded region is a user buffer [addr, addr + len) divided into sub-messages (sorted,
  * non-overlapping byte ranges; holes between them are user bytes and are never written). The
  * whole pages inside the buffer that hold sub-message bytes are protected: PROT_NONE for a
- * receive buffer, PROT_READ for a send buffer. The at most two partial pages at the ends are
- * shared with unrelated memory and never protected: the sub-messages that touch them are
+ * receive buffer, read-only for a send buffer; released pages get back the protection they
+ * had, and memory that is not read-write everywhere is refused (MPIR_PAGEGUARD_ERR_PROT).
+ * The at most two partial pages at the ends are shared with unrelated memory and never protected: the sub-messages that touch them are
  * reported (MPIR_Pageguard_sub_is_sync) and the caller completes them before it returns.
  *
  * Receive data lands in the region's staging memory (same offsets as the user buffer). When a
@@ -48,7 +49,7 @@
 
 typedef enum {
     MPIR_PAGEGUARD_RECV,        /* PROT_NONE; data lands from staging at completion */
-    MPIR_PAGEGUARD_SEND         /* PROT_READ; writable again once the data has left */
+    MPIR_PAGEGUARD_SEND         /* read-only; writable again once the data has left */
 } MPIR_Pageguard_kind_t;
 
 /* What to do when someone replaced our SIGSEGV handler after MPIR_Pageguard_init. */
@@ -180,7 +181,8 @@ size_t MPIR_Pageguard_forget_recv(const void *addr, size_t len);
 int MPIR_Pageguard_alloc_interposed(void);
 
 /* Open every page still protected and wake its waiters, e.g. after MPIR_Pageguard_complete
- * failed: the content of those pages is undefined, and the caller reports the error. */
+ * failed: the content of those pages is undefined, and the caller reports the error. Later
+ * completions land nothing (the pages are the program's again). */
 void MPIR_Pageguard_open_all(MPIR_Pageguard_region_t * region);
 
 /* Remove the region. With pages still protected (an abandoned operation) they are made

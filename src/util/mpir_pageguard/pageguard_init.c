@@ -207,6 +207,8 @@ const char *MPIR_Pageguard_strerror(int rc)
             return "too many guarded regions at once";
         case MPIR_PAGEGUARD_ERR_NOTHING:
             return "no whole page to guard";
+        case MPIR_PAGEGUARD_ERR_PROT:
+            return "buffer is not read-write memory (read-only, a read-only file, mixed)";
         default:
             return "unknown page-guard error";
     }

@@ -37,6 +37,7 @@ struct MPIR_Pageguard_region {
     MPIR_Pageguard_kind_t kind;
     int flags;
     int open_prot;              /* what the program gave the pages: restored on release */
+    int opened_all;             /* MPIR_Pageguard_open_all ran: land nothing more (under lock) */
     int nsub;
     size_t *sub_off, *sub_len;
 
@@ -134,15 +135,18 @@ static inline int MPII_Pageguard_any_region(void)
 
 /* The protection to open the pages of [lo, hi) with again (pageguard_prot.c). */
 enum {
-    MPII_PAGEGUARD_PROT_OK = 0,         /* readable and writable everywhere: *prot is set */
-    MPII_PAGEGUARD_PROT_REFUSED = 1,    /* read-only, unmapped or mixed: do not guard */
-    MPII_PAGEGUARD_PROT_UNKNOWN = 2     /* the method is not available here */
+    MPII_PAGEGUARD_PROT_OK = 0,         /* read-write everywhere: *prot is set */
+    MPII_PAGEGUARD_PROT_REFUSED = 1,    /* read-only, unmapped, mixed (or shared, to receive) */
+    MPII_PAGEGUARD_PROT_UNKNOWN = 2,    /* the method is not available here */
+    MPII_PAGEGUARD_PROT_FAILED = 3      /* could not ask (no descriptor or memory left) */
 };
-typedef enum { MPII_PAGEGUARD_BY_QUERY, MPII_PAGEGUARD_BY_POPULATE } MPII_Pageguard_prot_method_t;
-int MPII_Pageguard_open_prot(uintptr_t lo, uintptr_t hi, int *prot);
+typedef enum {
+    MPII_PAGEGUARD_BY_QUERY, MPII_PAGEGUARD_BY_TEXT, MPII_PAGEGUARD_BY_POPULATE
+} MPII_Pageguard_prot_method_t;
+int MPII_Pageguard_open_prot(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t kind, int *prot);
 /* one method only (unit tests) */
 int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintptr_t hi,
-                           int *prot);
+                           MPIR_Pageguard_kind_t kind, int *prot);
 
 /* Give up guarded page p of a receive region: accessible now, never landed, counted; 1 if it
  * was guarded. Callers wake the waiters. Signal-safe (atomics and mprotect). */

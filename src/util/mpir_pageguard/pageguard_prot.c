@@ -5,8 +5,8 @@
 
 /* The protection the program gave a buffer, so that its guarded pages are opened again as they
  * were. Only memory that is readable and writable on every page, with one execute setting, is
- * guarded; anything else (read-only, a file mapped read-only, mixed protections) is refused and
- * the caller copies or waits, as stock MPICH would touch it. */
+ * guarded (a receive buffer also private); anything else (read-only, a file mapped read-only,
+ * mixed protections) is refused and the caller copies or waits, as stock MPICH would. */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -16,18 +16,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 /* Linux 6.11's binary query of /proc/<pid>/maps (uapi linux/fs.h, absent from older headers):
- * one ioctl per mapping instead of reading the whole text (measured here: 0.6 us against
- * ~100 us for a 136-line maps file). */
+ * one ioctl per mapping instead of reading the whole text (measured here: 4 us with the open
+ * and close, against ~100 us to read a 136-line maps file). */
 #define MPII_PROCMAP_QUERY _IOWR('f', 17, struct MPII_procmap_query)
 #define MPII_PROCMAP_READABLE 0x01
 #define MPII_PROCMAP_WRITABLE 0x02
 #define MPII_PROCMAP_EXECUTABLE 0x04
+#define MPII_PROCMAP_SHARED 0x08
 
 struct MPII_procmap_query {
     uint64_t size;              /* in: sizeof this struct */
@@ -44,15 +46,38 @@ struct MPII_procmap_query {
 #define MADV_POPULATE_WRITE 23
 #endif
 
-enum { MPII_PROT_UNKNOWN = 0, MPII_PROT_AVAILABLE, MPII_PROT_ABSENT };
+/* whether this kernel has a method; set once, by compare-and-swap from PROBE_UNTRIED */
+enum { PROBE_UNTRIED = 0, PROBE_PRESENT, PROBE_ABSENT };
 static _Atomic int query_state, populate_state;
 
-/* The mappings covering [lo, hi), asked one by one. */
-static int prot_by_query(uintptr_t lo, uintptr_t hi, int *prot)
+static void note_absent(_Atomic int *state)
 {
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    int untried = PROBE_UNTRIED;
+    atomic_compare_exchange_strong(state, &untried, PROBE_ABSENT);
+}
+
+/* Fold one mapping's permissions into the verdict on the range. */
+static int fold(int *exec, int readable, int writable, int executable, int shared,
+                MPIR_Pageguard_kind_t kind)
+{
+    if (!readable || !writable || (shared && kind == MPIR_PAGEGUARD_RECV) ||
+        (*exec >= 0 && executable != *exec))
+        return MPII_PAGEGUARD_PROT_REFUSED;
+    *exec = executable;
+    return MPII_PAGEGUARD_PROT_OK;
+}
+
+static int open_maps(void)
+{
+    return open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+}
+
+/* The mappings covering [lo, hi), asked one by one. */
+static int prot_by_query(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t kind, int *prot)
+{
+    int fd = open_maps();
     if (fd < 0)
-        return MPII_PAGEGUARD_PROT_UNKNOWN;
+        return MPII_PAGEGUARD_PROT_FAILED;
     int rc = MPII_PAGEGUARD_PROT_OK, exec = -1;
     for (uintptr_t at = lo; at < hi && rc == MPII_PAGEGUARD_PROT_OK;) {
         struct MPII_procmap_query q;
@@ -61,15 +86,18 @@ static int prot_by_query(uintptr_t lo, uintptr_t hi, int *prot)
         q.query_addr = at;
         if (ioctl(fd, MPII_PROCMAP_QUERY, &q) != 0) {
             /* ENOENT: a hole; ENOTTY/EINVAL: a kernel without the query */
-            rc = (errno == ENOENT) ? MPII_PAGEGUARD_PROT_REFUSED : MPII_PAGEGUARD_PROT_UNKNOWN;
+            rc = (errno == ENOENT) ? MPII_PAGEGUARD_PROT_REFUSED :
+                (errno == ENOTTY || errno == EINVAL) ? MPII_PAGEGUARD_PROT_UNKNOWN :
+                MPII_PAGEGUARD_PROT_FAILED;
             break;
         }
-        int x = (q.vma_flags & MPII_PROCMAP_EXECUTABLE) != 0;
-        if ((q.vma_flags & (MPII_PROCMAP_READABLE | MPII_PROCMAP_WRITABLE)) !=
-            (MPII_PROCMAP_READABLE | MPII_PROCMAP_WRITABLE) || (exec >= 0 && x != exec) ||
-            q.vma_end <= at)
+        if (q.vma_end <= at)
             rc = MPII_PAGEGUARD_PROT_REFUSED;
-        exec = x;
+        else
+            rc = fold(&exec, !!(q.vma_flags & MPII_PROCMAP_READABLE),
+                      !!(q.vma_flags & MPII_PROCMAP_WRITABLE),
+                      !!(q.vma_flags & MPII_PROCMAP_EXECUTABLE),
+                      !!(q.vma_flags & MPII_PROCMAP_SHARED), kind);
         at = q.vma_end;
     }
     close(fd);
@@ -78,9 +106,58 @@ static int prot_by_query(uintptr_t lo, uintptr_t hi, int *prot)
     return rc;
 }
 
-/* Older kernels (5.14+): asking the kernel to make the pages ready for writing fails unless
- * every page may be written. It cannot see PROT_EXEC, which is then not restored (README.tnbc);
- * the pages it makes present would be written by the landing anyway. */
+/* Older kernels: read the maps text ("lo-hi rwxp ..." per line, sorted by address). */
+static int prot_by_text(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t kind, int *prot)
+{
+    int fd = open_maps();
+    if (fd < 0)
+        return MPII_PAGEGUARD_PROT_FAILED;
+    char buf[4096];
+    size_t have = 0;
+    int rc = MPII_PAGEGUARD_PROT_REFUSED, exec = -1;
+    uintptr_t covered = lo;     /* [lo, covered) seen, without holes */
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        have += (size_t) n;
+        buf[have] = 0;
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n')) != NULL) {
+            char *end;
+            uintptr_t start = strtoul(line, &end, 16), stop = strtoul(end + 1, &end, 16);
+            const char *perm = end + 1;
+            line = nl + 1;
+            if (stop <= covered || start >= hi)
+                continue;
+            if (start > covered || fold(&exec, perm[0] == 'r', perm[1] == 'w', perm[2] == 'x',
+                                        perm[3] == 's', kind) != MPII_PAGEGUARD_PROT_OK)
+                goto done;      /* a hole, or a mapping we refuse */
+            covered = stop;
+            if (covered >= hi) {
+                rc = MPII_PAGEGUARD_PROT_OK;
+                goto done;
+            }
+        }
+        have = strlen(line);
+        memmove(buf, line, have);
+        if (have == sizeof(buf) - 1)
+            have = 0;   /* no line is this long: skip it */
+    }
+  done:
+    close(fd);
+    if (rc == MPII_PAGEGUARD_PROT_OK)
+        *prot = PROT_READ | PROT_WRITE | (exec > 0 ? PROT_EXEC : 0);
+    return rc;
+}
+
+/* Receive buffers on older kernels (5.14+), instead of the ~100 us of the text: asking the
+ * kernel to make the pages ready for writing fails unless every page may be written. What it
+ * does besides (allocate and dirty the pages) is what receiving into them does anyway. It
+ * cannot see PROT_EXEC, which is then not restored, nor a shared mapping, which the landing
+ * check refuses after it. */
 static int prot_by_populate(uintptr_t lo, uintptr_t hi, int *prot)
 {
     if (madvise((void *) lo, hi - lo, MADV_POPULATE_WRITE) != 0)
@@ -95,47 +172,53 @@ static int populate_works(void)
     size_t ps = MPII_pageguard.pagesize;
     void *probe = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (probe == MAP_FAILED)
-        return 0;
+        return -1;
     int ok = madvise(probe, ps, MADV_POPULATE_WRITE) == 0;
     munmap(probe, ps);
     return ok;
 }
 
 int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintptr_t hi,
-                           int *prot)
+                           MPIR_Pageguard_kind_t kind, int *prot)
 {
     switch (how) {
         case MPII_PAGEGUARD_BY_QUERY:
-            return prot_by_query(lo, hi, prot);
+            return prot_by_query(lo, hi, kind, prot);
+        case MPII_PAGEGUARD_BY_TEXT:
+            return prot_by_text(lo, hi, kind, prot);
         case MPII_PAGEGUARD_BY_POPULATE:
-            return populate_works() ? prot_by_populate(lo, hi, prot) :
+            return populate_works() == 1 ? prot_by_populate(lo, hi, prot) :
                 MPII_PAGEGUARD_PROT_UNKNOWN;
         default:
             return MPII_PAGEGUARD_PROT_UNKNOWN;
     }
 }
 
-int MPII_Pageguard_open_prot(uintptr_t lo, uintptr_t hi, int *prot)
+int MPII_Pageguard_open_prot(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t kind, int *prot)
 {
-    if (atomic_load(&query_state) != MPII_PROT_ABSENT) {
-        int rc = prot_by_query(lo, hi, prot);
+    if (atomic_load(&query_state) != PROBE_ABSENT) {
+        int rc = prot_by_query(lo, hi, kind, prot);
         if (rc != MPII_PAGEGUARD_PROT_UNKNOWN) {
-            atomic_store(&query_state, MPII_PROT_AVAILABLE);
+            if (rc != MPII_PAGEGUARD_PROT_FAILED)
+                atomic_store(&query_state, PROBE_PRESENT);
             return rc;
         }
-        if (atomic_load(&query_state) == MPII_PROT_UNKNOWN)
-            atomic_store(&query_state, MPII_PROT_ABSENT);
-        else
-            return MPII_PAGEGUARD_PROT_REFUSED; /* it worked before: do not guess now */
+        if (atomic_load(&query_state) == PROBE_PRESENT)
+            return MPII_PAGEGUARD_PROT_FAILED;  /* it worked before: do not guess now */
+        note_absent(&query_state);
     }
-    int populate = atomic_load(&populate_state);
-    if (populate == MPII_PROT_UNKNOWN) {
-        populate = populate_works() ? MPII_PROT_AVAILABLE : MPII_PROT_ABSENT;
-        atomic_store(&populate_state, populate);
+    if (kind == MPIR_PAGEGUARD_RECV) {
+        if (atomic_load(&populate_state) == PROBE_UNTRIED) {
+            int works = populate_works();
+            if (works < 0)
+                return MPII_PAGEGUARD_PROT_FAILED;
+            if (works)
+                atomic_store(&populate_state, PROBE_PRESENT);
+            else
+                note_absent(&populate_state);
+        }
+        if (atomic_load(&populate_state) == PROBE_PRESENT)
+            return prot_by_populate(lo, hi, prot);
     }
-    if (populate == MPII_PROT_AVAILABLE)
-        return prot_by_populate(lo, hi, prot);
-    /* kernels before 5.14: nothing cheap tells; assume ordinary memory (README.tnbc) */
-    *prot = PROT_READ | PROT_WRITE;
-    return MPII_PAGEGUARD_PROT_OK;
+    return prot_by_text(lo, hi, kind, prot);
 }

@@ -164,15 +164,16 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
         rc = MPIR_PAGEGUARD_ERR_NOTHING;
         goto fn_fail;
     }
-    int open_prot;
-    if (MPII_Pageguard_open_prot(guard_lo, guard_hi, &open_prot) != MPII_PAGEGUARD_PROT_OK) {
-        rc = MPIR_PAGEGUARD_ERR_PROT;
-        goto fn_fail;
-    }
     MPII_Pageguard_ensure_altstack();
     if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE) &&
         MPII_pageguard.mem_fd < 0) {
         rc = MPIR_PAGEGUARD_ERR_LANDING;
+        goto fn_fail;
+    }
+    int open_prot, prot_rc = MPII_Pageguard_open_prot(guard_lo, guard_hi, kind, &open_prot);
+    if (prot_rc != MPII_PAGEGUARD_PROT_OK) {
+        rc = (prot_rc == MPII_PAGEGUARD_PROT_REFUSED) ? MPIR_PAGEGUARD_ERR_PROT :
+            MPIR_PAGEGUARD_ERR_NOMEM;
         goto fn_fail;
     }
 
@@ -392,6 +393,11 @@ int MPIR_Pageguard_complete(MPIR_Pageguard_region_t * r, int k)
         goto fn_exit;
 
     uintptr_t lo = r->base + r->sub_off[k], hi = lo + r->sub_len[k];
+    if (r->opened_all) {
+        /* the pages are the program's again (a failed operation): never write into them */
+        atomic_store(&r->sub_done[k], 1);
+        goto fn_exit;
+    }
     if (r->kind == MPIR_PAGEGUARD_RECV && land(r, lo, hi) != 0) {
         rc = MPIR_PAGEGUARD_ERR_LANDING;
         goto fn_exit;
@@ -497,6 +503,7 @@ void MPIR_Pageguard_open_all(MPIR_Pageguard_region_t * r)
 {
     size_t done_runs;
     pthread_mutex_lock(&r->lock);
+    r->opened_all = 1;
     if (atomic_load(&r->unreleased) > 0) {
         protect_runs(r, MPII_PAGE_GUARDED, r->open_prot, &done_runs);
         for (size_t p = 0; p < r->npages; p++) {

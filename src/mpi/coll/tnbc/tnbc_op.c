@@ -323,31 +323,32 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
 /* The data could not be landed or its pages opened (the landing write failed, mprotect ran out
  * of kernel mappings): a reader must not wait for ever, and must not take what it finds for
  * the result. Every page is opened and the operation fails (tnbc_engine.c reports it). */
-static void guard_failed(MPII_Tnbc_op_t * op, MPIR_Pageguard_region_t * region)
+static void guard_failed(MPII_Tnbc_op_t * op, MPIR_Pageguard_region_t * region, int rc)
 {
     MPIR_Pageguard_open_all(region);
     if (!op->error)
         op->error = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_INTERN, "**intern", "**intern %s",
-                                         "T-NBC could not land received data or open guarded "
-                                         "pages again");
+                                         MPI_ERR_OTHER, "**fail", "**fail %s",
+                                         MPIR_Pageguard_strerror(rc));
 }
 
 /* A receive (or self copy) filled receive sub-message k. */
 static void recv_sub_done(MPII_Tnbc_op_t * op, int k)
 {
+    int rc;
     if (op->recv_mode == MPII_TNBC_RECV_GUARDED &&
-        MPIR_Pageguard_complete(op->recv_region, k) != MPIR_PAGEGUARD_OK)
-        guard_failed(op, op->recv_region);
+        (rc = MPIR_Pageguard_complete(op->recv_region, k)) != MPIR_PAGEGUARD_OK)
+        guard_failed(op, op->recv_region, rc);
 }
 
 static void send_done(MPII_Tnbc_op_t * op, int k)
 {
     if (k < 0)
         return;
+    int rc;
     if (--op->send_left[k] == 0 && op->send_mode == MPII_TNBC_SEND_GUARDED &&
-        MPIR_Pageguard_complete(op->send_region, k) != MPIR_PAGEGUARD_OK)
-        guard_failed(op, op->send_region);
+        (rc = MPIR_Pageguard_complete(op->send_region, k)) != MPIR_PAGEGUARD_OK)
+        guard_failed(op, op->send_region, rc);
 }
 
 static int post_entry(MPII_Tnbc_op_t * op, int i)
