@@ -18,6 +18,7 @@
  * so no process holds for a node peer of the other colour (pvar tnbc_node_holds stays). */
 
 #include <mpi.h>
+#include "mpitest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,12 +158,8 @@ int main(int argc, char **argv)
     MPI_T_pvar_session_free(&pvars);
     MPI_T_finalize();
 
-    int all;
-    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
     free(sbuf);
     free(rbuf);
-    MPI_Finalize();
+    MTest_Finalize(errs);
     return 0;
 }

@@ -10,6 +10,7 @@
  * collective's result. */
 
 #include <mpi.h>
+#include "mpitest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -113,12 +114,8 @@ int main(int argc, char **argv)
     MPI_Comm_free(&early);
     MPI_Op_free(&op);
 
-    int all;
-    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
     free(sbuf);
     free(rbuf);
-    MPI_Finalize();
+    MTest_Finalize(errs);
     return 0;
 }

@@ -10,6 +10,7 @@
 
 #define _GNU_SOURCE
 #include <mpi.h>
+#include "mpitest.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -100,12 +101,8 @@ int main(int argc, char **argv)
             close(file);
     }
 
-    int all;
-    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
     free(sbuf);
     free(rbuf);
-    MPI_Finalize();
+    MTest_Finalize(errs);
     return 0;
 }

@@ -9,6 +9,7 @@
  * after the call returned, from a later collective on the communicator; never be lost. */
 
 #include <mpi.h>
+#include "mpitest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -65,13 +66,9 @@ int main(int argc, char **argv)
         }
     }
 
-    int all;
-    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
     MPI_Comm_free(&comm);
     free(sbuf);
     free(rbuf);
-    MPI_Finalize();
+    MTest_Finalize(errs);
     return 0;
 }

@@ -11,6 +11,7 @@
 
 #define _GNU_SOURCE
 #include <mpi.h>
+#include "mpitest.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -75,12 +76,8 @@ int main(int argc, char **argv)
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
 
-    int all;
-    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
     free(sbuf);
     free(rbuf);
-    MPI_Finalize();
+    MTest_Finalize(errs);
     return 0;
 }

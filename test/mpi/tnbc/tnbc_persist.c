@@ -13,6 +13,7 @@
  *   pready    MPI_Psend_init from the pending receive block, MPI_Pready_range */
 
 #include <mpi.h>
+#include "mpitest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,13 +114,9 @@ int main(int argc, char **argv)
     MPI_Request_free(&req[0]);
     MPI_Request_free(&req[1]);
 
-    int all;
-    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
     free(sbuf);
     free(rbuf);
     free(other);
-    MPI_Finalize();
+    MTest_Finalize(errs);
     return 0;
 }

@@ -10,6 +10,7 @@
 
 #define _GNU_SOURCE
 #include <mpi.h>
+#include "mpitest.h"
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -195,11 +196,7 @@ int main(int argc, char **argv)
     errs += send_read_only(rank, size, buf);
     errs += recv_executable(rank, size, buf);
 
-    int all;
-    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
     free(buf);
-    MPI_Finalize();
+    MTest_Finalize(errs);
     return 0;
 }

@@ -10,6 +10,7 @@
 
 #define _GNU_SOURCE
 #include <mpi.h>
+#include "mpitest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,10 +58,6 @@ int main(int argc, char **argv)
     run("mremap", 256 * 1024, 2, 0);
     run("reallocarray", 256 * 1024, 4, 1);
 
-    int all;
-    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
-    MPI_Finalize();
+    MTest_Finalize(errs);
     return 0;
 }

@@ -13,6 +13,7 @@
  * Every int is checked. */
 
 #include <mpi.h>
+#include "mpitest.h"
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -112,12 +113,8 @@ int main(int argc, char **argv)
     check("masked main", 4);
     pthread_sigmask(SIG_UNBLOCK, &all, NULL);
 
-    int all_errs;
-    MPI_Reduce(&errs, &all_errs, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0 && all_errs == 0)
-        printf(" No Errors\n");
     free(sbuf);
     free(rbuf);
-    MPI_Finalize();
+    MTest_Finalize(errs);
     return 0;
 }

@@ -9,6 +9,7 @@
  * call made at once, whose frames (under MPICH's lock) land there, must go on too. */
 
 #include <mpi.h>
+#include "mpitest.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -94,10 +95,6 @@ int main(int argc, char **argv)
         MPI_Comm_free(&dup);
     }
 
-    int all;
-    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
-    MPI_Finalize();
+    MTest_Finalize(errs);
     return 0;
 }

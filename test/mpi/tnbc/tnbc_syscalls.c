@@ -10,6 +10,7 @@
 
 #define _GNU_SOURCE
 #include <mpi.h>
+#include "mpitest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,13 +123,9 @@ int main(int argc, char **argv)
     }
     check_others("getrandom", rbuf, late);
 
-    int all;
-    MPI_Reduce(&errs, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
     free(sbuf);
     free(rbuf);
     free(pattern);
-    MPI_Finalize();
+    MTest_Finalize(errs);
     return 0;
 }
