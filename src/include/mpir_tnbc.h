@@ -22,6 +22,16 @@ extern MPL_TLS int MPIR_Tnbc_user_coll;
 extern MPL_TLS const void *MPIR_Tnbc_user_caller;
 
 int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype);
+int MPIR_Tnbc_settle_range(const void *addr, size_t len);
+/* Arrays with one element per process of the group (the remote group of an intercommunicator)
+ * or per in- or out-neighbour of the communicator's topology */
+enum {
+    MPIR_TNBC_ARRAY_GROUP,
+    MPIR_TNBC_ARRAY_IN_NEIGHBORS,
+    MPIR_TNBC_ARRAY_OUT_NEIGHBORS
+};
+int MPIR_Tnbc_settle_comm_array(const void *array, size_t elem_size, MPIR_Comm * comm_ptr,
+                                int which);
 int MPIR_Tnbc_settle_all(void);
 int MPIR_Tnbc_settle_comm(MPIR_Comm * comm_ptr);
 int MPIR_Tnbc_settle_requests(int count, MPIR_Request * const *requests);
@@ -53,6 +63,24 @@ int MPIR_Tnbc_node_init(void);
         }                                                                       \
     } while (0)
 
+/* Array (and fixed-size string) arguments, before the argument checks read them: n elements */
+#define MPIR_TNBC_SETTLE_ARRAY(array_, n_)                                      \
+    do {                                                                        \
+        if (unlikely(MPIR_Tnbc_ops_in_flight) && (n_) > 0) {                    \
+            mpi_errno = MPIR_Tnbc_settle_range(array_, (size_t) (n_) * sizeof(*(array_))); \
+            MPIR_ERR_CHECK(mpi_errno);                                          \
+        }                                                                       \
+    } while (0)
+
+#define MPIR_TNBC_SETTLE_COMM_ARRAY(array_, comm_ptr_, which_)                  \
+    do {                                                                        \
+        if (unlikely(MPIR_Tnbc_ops_in_flight)) {                                \
+            mpi_errno = MPIR_Tnbc_settle_comm_array(array_, sizeof(*(array_)), comm_ptr_, \
+                                                    which_);                    \
+            MPIR_ERR_CHECK(mpi_errno);                                          \
+        }                                                                       \
+    } while (0)
+
 /* Persistent and partitioned requests about to start or send: their buffers */
 #define MPIR_TNBC_SETTLE_REQUESTS(count_, requests_)                            \
     do {                                                                        \
@@ -61,6 +89,12 @@ int MPIR_Tnbc_node_init(void);
             MPIR_ERR_CHECK(mpi_errno);                                          \
         }                                                                       \
     } while (0)
+
+/* Around a user callback that MPICH runs under its lock (error handlers): without the lock,
+ * as MPICH runs other user callbacks, so that the callback may wait for a buffer of a
+ * collective that returned early. begin returns what end needs. */
+int MPIR_Tnbc_callback_begin(void);
+void MPIR_Tnbc_callback_end(int released);
 
 /* In the binding, inlined into MPI_<Coll>: the return address is the application's. */
 #define MPIR_TNBC_MARK_USER_COLL() \

@@ -722,7 +722,7 @@ START_TEST(shared_mapping_refused_for_receive)
 END_TEST
 
 /* The protection a range had: each method available here agrees, and refuses what is not
- * read-write everywhere (or shared, to receive into). */
+ * private and read-write everywhere. */
 START_TEST(protection_of_a_range)
 {
     const MPII_Pageguard_prot_method_t methods[] = { MPII_PAGEGUARD_BY_QUERY,
@@ -732,7 +732,7 @@ START_TEST(protection_of_a_range)
         char *mem = map_pages(4);
         uintptr_t lo = (uintptr_t) mem, hi = lo + 4 * ps;
         int prot = 0;
-        int rc = MPII_Pageguard_prot_by(methods[m], lo, hi, MPIR_PAGEGUARD_SEND, &prot);
+        int rc = MPII_Pageguard_prot_by(methods[m], lo, hi, &prot);
         if (rc == MPII_PAGEGUARD_PROT_UNKNOWN) {
             munmap(mem, 4 * ps);
             continue;   /* this kernel lacks the method */
@@ -740,14 +740,12 @@ START_TEST(protection_of_a_range)
         ck_assert_int_eq(rc, MPII_PAGEGUARD_PROT_OK);
         ck_assert_int_eq(prot, PROT_READ | PROT_WRITE);
         mprotect(mem + ps, ps, PROT_READ);
-        ck_assert_int_eq(MPII_Pageguard_prot_by(methods[m], lo, hi, MPIR_PAGEGUARD_SEND, &prot),
+        ck_assert_int_eq(MPII_Pageguard_prot_by(methods[m], lo, hi, &prot),
                          MPII_PAGEGUARD_PROT_REFUSED);
-        ck_assert_int_eq(MPII_Pageguard_prot_by(methods[m], lo + 2 * ps, hi,
-                                                MPIR_PAGEGUARD_SEND, &prot),
+        ck_assert_int_eq(MPII_Pageguard_prot_by(methods[m], lo + 2 * ps, hi, &prot),
                          MPII_PAGEGUARD_PROT_OK);
         munmap(mem + 3 * ps, ps);
-        ck_assert_int_eq(MPII_Pageguard_prot_by(methods[m], lo + 2 * ps, hi,
-                                                MPIR_PAGEGUARD_SEND, &prot),
+        ck_assert_int_eq(MPII_Pageguard_prot_by(methods[m], lo + 2 * ps, hi, &prot),
                          MPII_PAGEGUARD_PROT_REFUSED);
         munmap(mem, 3 * ps);
         if (methods[m] == MPII_PAGEGUARD_BY_POPULATE)
@@ -756,14 +754,60 @@ START_TEST(protection_of_a_range)
                             -1, 0);
         ck_assert_ptr_ne(shared, MAP_FAILED);
         lo = (uintptr_t) shared;
-        ck_assert_int_eq(MPII_Pageguard_prot_by(methods[m], lo, lo + 2 * ps,
-                                                MPIR_PAGEGUARD_RECV, &prot),
+        ck_assert_int_eq(MPII_Pageguard_prot_by(methods[m], lo, lo + 2 * ps, &prot),
                          MPII_PAGEGUARD_PROT_REFUSED);
-        ck_assert_int_eq(MPII_Pageguard_prot_by(methods[m], lo, lo + 2 * ps,
-                                                MPIR_PAGEGUARD_SEND, &prot),
-                         MPII_PAGEGUARD_PROT_OK);
         munmap(shared, 2 * ps);
     }
+}
+END_TEST
+
+/* Shared memory is never guarded to send from: another process may write it whatever our
+ * protection, and the late send would carry its data. */
+START_TEST(shared_mapping_refused_for_send)
+{
+    char *mem = mmap(NULL, 4 * ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(mem, MAP_FAILED);
+    size_t off = 0, len = 4 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 1, &off, &len, MPIR_PAGEGUARD_SEND, 0,
+                                             &r), MPIR_PAGEGUARD_ERR_PROT);
+    mem[0] = 1;         /* still writable */
+    munmap(mem, 4 * ps);
+}
+END_TEST
+
+/* Window memory (exposed) is refused for both kinds while exposed, by any overlap; each
+ * owner's ranges go with it, and a range exposed twice stays until both are gone. */
+START_TEST(exposed_memory_is_refused)
+{
+    char *mem = map_pages(8);
+    size_t off = 0, len = 4 * ps;
+    int a, b;
+    MPIR_Pageguard_region_t *r;
+    MPIR_Pageguard_stats_t before, after;
+    MPIR_Pageguard_get_stats(&before);
+    MPIR_Pageguard_expose(&a, mem + 3 * ps, ps);
+    MPIR_Pageguard_expose(&b, mem, 8 * ps);
+    MPIR_Pageguard_expose(&b, mem + 6 * ps, 2 * ps);
+    for (int kind = 0; kind < 2; kind++)
+        ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 1, &off, &len,
+                                                 (MPIR_Pageguard_kind_t) kind, 0, &r),
+                         MPIR_PAGEGUARD_ERR_EXPOSED);
+    MPIR_Pageguard_unexpose(&b, NULL);
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_ERR_EXPOSED);
+    ck_assert_int_eq(MPIR_Pageguard_register(mem + 4 * ps, 4 * ps, 1, &off, &len,
+                                             MPIR_PAGEGUARD_RECV, 0, &r), MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_complete(r, 0);
+    MPIR_Pageguard_unregister(r);
+    MPIR_Pageguard_unexpose(&a, mem + 3 * ps);
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_complete(r, 0);
+    MPIR_Pageguard_unregister(r);
+    MPIR_Pageguard_get_stats(&after);
+    ck_assert_uint_eq(after.refused_exposed - before.refused_exposed, 3);
+    munmap(mem, 8 * ps);
 }
 END_TEST
 
@@ -784,7 +828,7 @@ START_TEST(read_only_send_is_refused)
     ck_assert_uint_eq(after.refused_prot - before.refused_prot, 2);
     int prot;
     ck_assert_int_eq(MPII_Pageguard_prot_by(MPII_PAGEGUARD_BY_TEXT, (uintptr_t) mem,
-                                            (uintptr_t) mem + 4 * ps, MPIR_PAGEGUARD_SEND, &prot),
+                                            (uintptr_t) mem + 4 * ps, &prot),
                      MPII_PAGEGUARD_PROT_REFUSED);
     munmap(mem, 4 * ps);
 }
@@ -800,9 +844,8 @@ START_TEST(executable_pages_stay_executable)
     if (mem == MAP_FAILED)
         return;
     uintptr_t lo = (uintptr_t) mem, hi = lo + 4 * ps;
-    int prot = 0, have_query = MPII_Pageguard_prot_by(MPII_PAGEGUARD_BY_QUERY, lo, hi,
-                                                      MPIR_PAGEGUARD_SEND,
-                                                      &prot) == MPII_PAGEGUARD_PROT_OK;
+    int prot = 0, have_query =
+        MPII_Pageguard_prot_by(MPII_PAGEGUARD_BY_QUERY, lo, hi, &prot) == MPII_PAGEGUARD_PROT_OK;
     split(4 * ps, 2, test_off, test_len);
     for (int kind = 0; kind < 2; kind++) {
         if (kind == 0 && !have_query)
@@ -813,8 +856,7 @@ START_TEST(executable_pages_stay_executable)
                                                  0, &r), MPIR_PAGEGUARD_OK);
         ck_assert_int_eq(MPIR_Pageguard_complete(r, 0), MPIR_PAGEGUARD_OK);
         ck_assert_int_eq(MPIR_Pageguard_complete(r, 1), MPIR_PAGEGUARD_OK);
-        ck_assert_int_eq(MPII_Pageguard_prot_by(MPII_PAGEGUARD_BY_TEXT, lo, hi,
-                                                MPIR_PAGEGUARD_SEND, &prot),
+        ck_assert_int_eq(MPII_Pageguard_prot_by(MPII_PAGEGUARD_BY_TEXT, lo, hi, &prot),
                          MPII_PAGEGUARD_PROT_OK);
         ck_assert_int_eq(prot, PROT_READ | PROT_WRITE | PROT_EXEC);
         MPIR_Pageguard_unregister(r);
@@ -1161,6 +1203,8 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, stack_buffer);
     tcase_add_test(tc, budget_refusal_leaves_buffer_alone);
     tcase_add_test(tc, shared_mapping_refused_for_receive);
+    tcase_add_test(tc, shared_mapping_refused_for_send);
+    tcase_add_test(tc, exposed_memory_is_refused);
     tcase_add_test(tc, protection_of_a_range);
     tcase_add_test(tc, read_only_send_is_refused);
     tcase_add_test(tc, executable_pages_stay_executable);

@@ -12,6 +12,7 @@ mpi_core_sources += \
     src/util/mpir_pageguard/pageguard_init.c \
     src/util/mpir_pageguard/pageguard_region.c \
     src/util/mpir_pageguard/pageguard_prot.c \
+    src/util/mpir_pageguard/pageguard_exposed.c \
     src/util/mpir_pageguard/pageguard_staging.c \
     src/util/mpir_pageguard/pageguard_alloc.c \
     src/util/mpir_pageguard/pageguard_signal.c \

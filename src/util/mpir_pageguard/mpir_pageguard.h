@@ -10,9 +10,11 @@
  * non-overlapping byte ranges; holes between them are user bytes and are never written). The
  * whole pages inside the buffer that hold sub-message bytes are protected: PROT_NONE for a
  * receive buffer, read-only for a send buffer; released pages get back the protection they
- * had, and memory that is not read-write everywhere is refused (MPIR_PAGEGUARD_ERR_PROT).
- * The at most two partial pages at the ends are shared with unrelated memory and never protected: the sub-messages that touch them are
- * reported (MPIR_Pageguard_sub_is_sync) and the caller completes them before it returns.
+ * had. Memory that is not private and read-write everywhere is refused (MPIR_PAGEGUARD_ERR_PROT),
+ * and so is RMA window memory (MPIR_PAGEGUARD_ERR_EXPOSED). The at most two partial pages at
+ * the ends are shared with unrelated memory and never protected: the sub-messages that touch
+ * them are reported (MPIR_Pageguard_sub_is_sync) and the caller completes them before it
+ * returns.
  *
  * Receive data lands in the region's staging memory (same offsets as the user buffer). When a
  * sub-message completes, its bytes are written into the still-protected user pages through
@@ -44,8 +46,11 @@
 #define MPIR_PAGEGUARD_ERR_LANDING  -5  /* the buffer cannot take data through /proc/self/mem */
 #define MPIR_PAGEGUARD_ERR_SLOTS    -6  /* too many regions registered at once */
 #define MPIR_PAGEGUARD_ERR_NOTHING  -7  /* no whole page to guard: complete synchronously */
-#define MPIR_PAGEGUARD_ERR_PROT     -8  /* not memory the program can read and write (read-only,
-                                         * a read-only file, mixed protections): copy or wait */
+#define MPIR_PAGEGUARD_ERR_PROT     -8  /* not private memory the program can read and write
+                                         * (read-only, a read-only file, mixed protections,
+                                         * shared): copy or wait */
+#define MPIR_PAGEGUARD_ERR_EXPOSED  -9  /* in an RMA window (MPIR_Pageguard_expose): copy or
+                                         * wait */
 
 typedef enum {
     MPIR_PAGEGUARD_RECV,        /* PROT_NONE; data lands from staging at completion */
@@ -91,7 +96,8 @@ typedef struct MPIR_Pageguard_region MPIR_Pageguard_region_t;
 
 typedef struct {
     unsigned long regions;      /* registered so far */
-    unsigned long refused_budget, refused_nomem, refused_landing, refused_prot, refused_other;
+    unsigned long refused_budget, refused_nomem, refused_landing, refused_prot, refused_exposed,
+        refused_other;
     unsigned long faults;       /* faults on our pages */
     unsigned long foreign_faults;       /* faults passed to the previous handler */
     unsigned long replaced;     /* times our handler was found replaced */
@@ -179,6 +185,16 @@ size_t MPIR_Pageguard_forget_recv(const void *addr, size_t len);
 /* 1 when this module's free/realloc/reallocarray are the ones the process calls
  * (pageguard_alloc.c); 0 when another definition comes first. */
 int MPIR_Pageguard_alloc_interposed(void);
+
+/* Memory other processes may read or write directly, which page protections cannot stop
+ * (RDMA into registered pages) or must not delay (active-message RMA under MPICH's lock): the
+ * memory of RMA windows. Regions overlapping it are refused with MPIR_PAGEGUARD_ERR_EXPOSED.
+ * owner tells the exposers apart (e.g. a window); the same memory may be exposed more than
+ * once. unexpose removes owner's range that starts at addr, or all of owner's with addr NULL.
+ * Thread-safe; usable before MPIR_Pageguard_init. When a range cannot be recorded (no memory),
+ * all memory counts as exposed from then on. */
+void MPIR_Pageguard_expose(const void *owner, const void *addr, size_t len);
+void MPIR_Pageguard_unexpose(const void *owner, const void *addr);
 
 /* Open every page still protected and wake its waiters, e.g. after MPIR_Pageguard_complete
  * failed: the content of those pages is undefined, and the caller reports the error. Later

@@ -208,7 +208,10 @@ const char *MPIR_Pageguard_strerror(int rc)
         case MPIR_PAGEGUARD_ERR_NOTHING:
             return "no whole page to guard";
         case MPIR_PAGEGUARD_ERR_PROT:
-            return "buffer is not read-write memory (read-only, a read-only file, mixed)";
+            return "buffer is not private read-write memory (read-only, a file mapped "
+                "read-only, shared, mixed)";
+        case MPIR_PAGEGUARD_ERR_EXPOSED:
+            return "buffer is in an RMA window";
         default:
             return "unknown page-guard error";
     }
@@ -222,6 +225,7 @@ void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats)
     stats->refused_nomem = MPII_pageguard.refused_nomem;
     stats->refused_landing = MPII_pageguard.refused_landing;
     stats->refused_prot = MPII_pageguard.refused_prot;
+    stats->refused_exposed = MPII_pageguard.refused_exposed;
     stats->refused_other = MPII_pageguard.refused_other;
     stats->map_budget = MPII_pageguard.map_budget;
     stats->maps_in_use = MPII_pageguard.maps_in_use;

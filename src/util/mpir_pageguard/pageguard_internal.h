@@ -89,7 +89,7 @@ typedef struct {
     _Atomic uint64_t release_hist[MPIR_PAGEGUARD_LATENCY_BUCKETS];
     _Atomic uint64_t release_max_ns;
     unsigned long regions, refused_budget, refused_nomem, refused_landing, refused_prot,
-        refused_other;
+        refused_exposed, refused_other;
 
     /* released staging mappings for the next regions (pageguard_staging.c); under lock */
     struct {
@@ -136,17 +136,19 @@ static inline int MPII_Pageguard_any_region(void)
 /* The protection to open the pages of [lo, hi) with again (pageguard_prot.c). */
 enum {
     MPII_PAGEGUARD_PROT_OK = 0,         /* read-write everywhere: *prot is set */
-    MPII_PAGEGUARD_PROT_REFUSED = 1,    /* read-only, unmapped, mixed (or shared, to receive) */
+    MPII_PAGEGUARD_PROT_REFUSED = 1,    /* read-only, unmapped, mixed or shared */
     MPII_PAGEGUARD_PROT_UNKNOWN = 2,    /* the method is not available here */
     MPII_PAGEGUARD_PROT_FAILED = 3      /* could not ask (no descriptor or memory left) */
 };
 typedef enum {
     MPII_PAGEGUARD_BY_QUERY, MPII_PAGEGUARD_BY_TEXT, MPII_PAGEGUARD_BY_POPULATE
 } MPII_Pageguard_prot_method_t;
+/* 1 when [lo, hi) overlaps memory exposed to other processes (pageguard_exposed.c). */
+int MPII_Pageguard_is_exposed(uintptr_t lo, uintptr_t hi);
 int MPII_Pageguard_open_prot(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t kind, int *prot);
 /* one method only (unit tests) */
 int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintptr_t hi,
-                           MPIR_Pageguard_kind_t kind, int *prot);
+                           int *prot);
 
 /* Give up guarded page p of a receive region: accessible now, never landed, counted; 1 if it
  * was guarded. Callers wake the waiters. Signal-safe (atomics and mprotect). */

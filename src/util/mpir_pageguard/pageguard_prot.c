@@ -4,9 +4,10 @@
  */
 
 /* The protection the program gave a buffer, so that its guarded pages are opened again as they
- * were. Only memory that is readable and writable on every page, with one execute setting, is
- * guarded (a receive buffer also private); anything else (read-only, a file mapped read-only,
- * mixed protections) is refused and the caller copies or waits, as stock MPICH would. */
+ * were. Only private memory that is readable and writable on every page, with one execute
+ * setting, is guarded; anything else (read-only, a file mapped read-only, mixed protections,
+ * shared memory, which another process may write whatever our protection) is refused and the
+ * caller copies or waits, as stock MPICH would. */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -57,10 +58,9 @@ static void note_absent(_Atomic int *state)
 }
 
 /* Fold one mapping's permissions into the verdict on the range. */
-static int fold(int *exec, int readable, int writable, int executable, int shared,
-                MPIR_Pageguard_kind_t kind)
+static int fold(int *exec, int readable, int writable, int executable, int shared)
 {
-    if (!readable || !writable || (shared && kind == MPIR_PAGEGUARD_RECV) ||
+    if (!readable || !writable || shared ||
         (*exec >= 0 && executable != *exec))
         return MPII_PAGEGUARD_PROT_REFUSED;
     *exec = executable;
@@ -73,7 +73,7 @@ static int open_maps(void)
 }
 
 /* The mappings covering [lo, hi), asked one by one. */
-static int prot_by_query(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t kind, int *prot)
+static int prot_by_query(uintptr_t lo, uintptr_t hi, int *prot)
 {
     int fd = open_maps();
     if (fd < 0)
@@ -97,7 +97,7 @@ static int prot_by_query(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t kind,
             rc = fold(&exec, !!(q.vma_flags & MPII_PROCMAP_READABLE),
                       !!(q.vma_flags & MPII_PROCMAP_WRITABLE),
                       !!(q.vma_flags & MPII_PROCMAP_EXECUTABLE),
-                      !!(q.vma_flags & MPII_PROCMAP_SHARED), kind);
+                      !!(q.vma_flags & MPII_PROCMAP_SHARED));
         at = q.vma_end;
     }
     close(fd);
@@ -107,7 +107,7 @@ static int prot_by_query(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t kind,
 }
 
 /* Older kernels: read the maps text ("lo-hi rwxp ..." per line, sorted by address). */
-static int prot_by_text(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t kind, int *prot)
+static int prot_by_text(uintptr_t lo, uintptr_t hi, int *prot)
 {
     int fd = open_maps();
     if (fd < 0)
@@ -133,7 +133,7 @@ static int prot_by_text(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t kind, 
             if (stop <= covered || start >= hi)
                 continue;
             if (start > covered || fold(&exec, perm[0] == 'r', perm[1] == 'w', perm[2] == 'x',
-                                        perm[3] == 's', kind) != MPII_PAGEGUARD_PROT_OK)
+                                        perm[3] == 's') != MPII_PAGEGUARD_PROT_OK)
                 goto done;      /* a hole, or a mapping we refuse */
             covered = stop;
             if (covered >= hi) {
@@ -179,13 +179,13 @@ static int populate_works(void)
 }
 
 int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintptr_t hi,
-                           MPIR_Pageguard_kind_t kind, int *prot)
+                           int *prot)
 {
     switch (how) {
         case MPII_PAGEGUARD_BY_QUERY:
-            return prot_by_query(lo, hi, kind, prot);
+            return prot_by_query(lo, hi, prot);
         case MPII_PAGEGUARD_BY_TEXT:
-            return prot_by_text(lo, hi, kind, prot);
+            return prot_by_text(lo, hi, prot);
         case MPII_PAGEGUARD_BY_POPULATE:
             return populate_works() == 1 ? prot_by_populate(lo, hi, prot) :
                 MPII_PAGEGUARD_PROT_UNKNOWN;
@@ -197,7 +197,7 @@ int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintp
 int MPII_Pageguard_open_prot(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t kind, int *prot)
 {
     if (atomic_load(&query_state) != PROBE_ABSENT) {
-        int rc = prot_by_query(lo, hi, kind, prot);
+        int rc = prot_by_query(lo, hi, prot);
         if (rc != MPII_PAGEGUARD_PROT_UNKNOWN) {
             if (rc != MPII_PAGEGUARD_PROT_FAILED)
                 atomic_store(&query_state, PROBE_PRESENT);
@@ -220,5 +220,5 @@ int MPII_Pageguard_open_prot(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t k
         if (atomic_load(&populate_state) == PROBE_PRESENT)
             return prot_by_populate(lo, hi, prot);
     }
-    return prot_by_text(lo, hi, kind, prot);
+    return prot_by_text(lo, hi, prot);
 }

@@ -115,6 +115,8 @@ static void count_refusal(int rc)
         MPII_pageguard.refused_landing++;
     else if (rc == MPIR_PAGEGUARD_ERR_PROT)
         MPII_pageguard.refused_prot++;
+    else if (rc == MPIR_PAGEGUARD_ERR_EXPOSED)
+        MPII_pageguard.refused_exposed++;
     else
         MPII_pageguard.refused_other++;
     pthread_mutex_unlock(&MPII_pageguard.lock);
@@ -168,6 +170,10 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
     if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE) &&
         MPII_pageguard.mem_fd < 0) {
         rc = MPIR_PAGEGUARD_ERR_LANDING;
+        goto fn_fail;
+    }
+    if (MPII_Pageguard_is_exposed(guard_lo, guard_hi)) {
+        rc = MPIR_PAGEGUARD_ERR_EXPOSED;
         goto fn_fail;
     }
     int open_prot, prot_rc = MPII_Pageguard_open_prot(guard_lo, guard_hi, kind, &open_prot);

@@ -11,6 +11,7 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_access.c \
     src/mpi/coll/tnbc/tnbc_alltoall.c \
     src/mpi/coll/tnbc/tnbc_bcast.c \
+    src/mpi/coll/tnbc/tnbc_callback.c \
     src/mpi/coll/tnbc/tnbc_engine.c \
     src/mpi/coll/tnbc/tnbc_entry.c \
     src/mpi/coll/tnbc/tnbc_gather.c \

@@ -88,7 +88,7 @@ static int settle_side(const MPII_Tnbc_side_t * side, int n)
     if (!MPIR_Tnbc_ops_in_flight || side->buf == MPI_IN_PLACE)
         return MPI_SUCCESS;
     side_span(side, n, &lo, &hi);
-    return MPII_Tnbc_settle_range((const char *) side->buf + lo, (size_t) (hi - lo));
+    return MPIR_Tnbc_settle_range((const char *) side->buf + lo, (size_t) (hi - lo));
 }
 
 int MPII_Tnbc_settle_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displs[],

@@ -145,7 +145,7 @@ int MPII_Tnbc_engine_uses_comm(const MPIR_Comm * comm)
 }
 
 /* How often the calling thread holds MPICH's global lock (0: not at all). */
-static int holds_global_lock(void)
+int MPII_Tnbc_holds_global_lock(void)
 {
     return MPIR_ThreadInfo.isThreaded ?
         MPIDU_Thread_mutex_held_by_self(&MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX) : 0;
@@ -428,21 +428,19 @@ static void *helper_main(void *arg)
 
 /* The handler is about to wait for a page. A thread that holds the global lock would wait for
  * a progress engine that needs that lock, and going on without the data would lose it. MPICH's
- * own accesses to application buffers are settled before it takes the lock (the bindings'
- * hooks, MPI_Start included), MPICH releases the lock around user ops, attribute and
- * generalized-request callbacks, and buffers the application frees are forgotten by free()
- * (src/util/mpir_pageguard/pageguard_alloc.c). What is left reads or writes live data from
- * inside MPICH: a user error handler, or target-side RMA on a pending buffer: the page guards
- * abort, after this says why (a page of the thread's own stack is given up instead: its frame
- * has returned). */
+ * own accesses to application memory are settled once it holds the lock, before it reads them
+ * (the bindings' hooks: buffers, arrays, strings, MPI_Start), RMA windows are never guarded,
+ * and user callbacks (ops, attribute, generalized-request callbacks, error handlers) run
+ * without the lock. What is left is an access these do not foresee: the page guards abort,
+ * after this says why (a page of the thread's own stack is given up instead: its frame has
+ * returned). */
 static void cannot_wait_message(void *addr)
 {
     (void) addr;
     static const char msg[] =
-        "mpich-tnbc: fatal: a thread inside MPICH (an error handler run by MPICH, or RMA on a "
-        "window) touched a buffer of a collective that returned early before its data "
-        "arrived; it cannot wait while it holds MPICH's lock. Read the buffer before, or run "
-        "with MPIR_CVAR_TNBC_ENABLE=0.\n";
+        "mpich-tnbc: fatal: a thread inside MPICH touched a buffer of a collective that "
+        "returned early before its data arrived; it cannot wait while it holds MPICH's lock. "
+        "Read the buffer before, or run with MPIR_CVAR_TNBC_ENABLE=0.\n";
     ssize_t rc = syscall(SYS_write, 2, msg, sizeof(msg) - 1);
     (void) rc;
 }
@@ -450,7 +448,7 @@ static void cannot_wait_message(void *addr)
 static int before_wait(void *addr)
 {
     (void) addr;
-    return holds_global_lock()? MPIR_PAGEGUARD_CANNOT_WAIT : MPIR_PAGEGUARD_WAIT;
+    return MPII_Tnbc_holds_global_lock()? MPIR_PAGEGUARD_CANNOT_WAIT : MPIR_PAGEGUARD_WAIT;
 }
 
 /* ---- start and stop ---- */
@@ -485,7 +483,7 @@ static MPL_TLS int fork_holds_lock;  /* the forking thread's */
 
 static void fork_prepare(void)
 {
-    if (!engine.started || holds_global_lock())
+    if (!engine.started || MPII_Tnbc_holds_global_lock())
         return;
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     fork_holds_lock = 1;
@@ -582,8 +580,8 @@ int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg)
             sleep_ns = MPII_TNBC_NET_TIMER_NS;
         }
         /* sleep only where the lock is really released (held once) */
-        if (quiet >= MPII_TNBC_SPIN_ROUNDS && engine.net_fd >= 0 && holds_global_lock() == 1 &&
-            !cond(arg)) {
+        if (quiet >= MPII_TNBC_SPIN_ROUNDS && engine.net_fd >= 0 &&
+            MPII_Tnbc_holds_global_lock() == 1 && !cond(arg)) {
             if (app_sleep(sleep_ns))
                 sleep_ns = MPL_MIN(sleep_ns * 2, MPII_TNBC_APP_SLEEP_LIMIT_MS * 1000000ull);
             quiet = 0;

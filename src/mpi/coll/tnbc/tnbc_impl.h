@@ -213,6 +213,8 @@ static inline int MPII_Tnbc_node_may_send(const MPII_Tnbc_turn_t * turn, size_t 
 int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op);
 /* Drive progress from the calling thread (which holds the global lock) until cond(arg). */
 int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg);
+/* How often the calling thread holds MPICH's global lock (0: not at all). Signal-safe. */
+int MPII_Tnbc_holds_global_lock(void);
 /* 1 while an operation of the communicator is in flight. */
 int MPII_Tnbc_engine_uses_comm(const MPIR_Comm * comm);
 /* Free the operations the helper finished (an application thread, under the global lock). */
@@ -245,8 +247,6 @@ void MPII_Tnbc_access_harvest(void);
 
 /* ---- settle (tnbc_settle.c): MPI calls wait here for pending pieces of their buffers ---- */
 
-/* wait until no guarded page remains in [addr, addr + len) */
-int MPII_Tnbc_settle_range(const void *addr, size_t len);
 /* settle the span of a v-layout (no-op for MPI_IN_PLACE; tnbc_alltoall.c) */
 int MPII_Tnbc_settle_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displs[],
                        MPI_Datatype type, int n);

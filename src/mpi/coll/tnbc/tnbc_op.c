@@ -130,7 +130,8 @@ static void setup_recv(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int want_e
             return;
         }
         op->outcome = (rc == MPIR_PAGEGUARD_ERR_NOTHING) ? MPIR_TNBC_SYNC_NO_PAGE :
-            (rc == MPIR_PAGEGUARD_ERR_PROT) ? MPIR_TNBC_SYNC_PROT : MPIR_TNBC_SYNC_GUARD;
+            (rc == MPIR_PAGEGUARD_ERR_PROT) ? MPIR_TNBC_SYNC_PROT :
+            (rc == MPIR_PAGEGUARD_ERR_EXPOSED) ? MPIR_TNBC_SYNC_WINDOW : MPIR_TNBC_SYNC_GUARD;
     }
     op->recv_mode = MPII_TNBC_RECV_PLAIN;
     op->recv_base = op->recv_user;

@@ -54,7 +54,8 @@ static const char *const outcome_names[MPIR_TNBC_OUTCOME_COUNT] = {
     [MPIR_TNBC_SYNC_NOMEM] = "waited in call: no memory for a send copy",
     [MPIR_TNBC_SYNC_TRACE] = "waited in call: trace run",
     [MPIR_TNBC_SYNC_NO_HELPER] = "waited in call: no helper thread (pthread_create failed)",
-    [MPIR_TNBC_SYNC_PROT] = "waited in call: receive buffer not read-write memory",
+    [MPIR_TNBC_SYNC_PROT] = "waited in call: receive buffer not private read-write memory",
+    [MPIR_TNBC_SYNC_WINDOW] = "waited in call: receive buffer in an RMA window",
 };
 
 const char *MPIR_Tnbc_outcome_name(MPIR_Tnbc_outcome_t outcome)

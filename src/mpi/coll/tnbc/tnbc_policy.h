@@ -67,7 +67,8 @@ typedef enum {
     MPIR_TNBC_SYNC_NOMEM,               /* no memory for a copy of the send buffer */
     MPIR_TNBC_SYNC_TRACE,               /* a trace run (MPIR_CVAR_TNBC_TRACE) */
     MPIR_TNBC_SYNC_NO_HELPER,           /* the helper thread could not be created */
-    MPIR_TNBC_SYNC_PROT,                /* the receive buffer is not read-write memory */
+    MPIR_TNBC_SYNC_PROT,                /* the receive buffer is not private read-write memory */
+    MPIR_TNBC_SYNC_WINDOW,              /* the receive buffer is in an RMA window */
     MPIR_TNBC_OUTCOME_COUNT
 } MPIR_Tnbc_outcome_t;
 

@@ -34,12 +34,36 @@ static int range_clear_cond(const void *arg)
     return MPIR_Pageguard_guarded_pages(r->addr, r->len, MPIR_PAGEGUARD_COUNT) == 0;
 }
 
-int MPII_Tnbc_settle_range(const void *addr, size_t len)
+int MPIR_Tnbc_settle_range(const void *addr, size_t len)
 {
     MPII_range_t r = {.addr = addr,.len = len };
-    if (!MPIR_Tnbc_ops_in_flight || len == 0)
+    if (!MPIR_Tnbc_ops_in_flight || len == 0 || !addr)
         return MPI_SUCCESS;
     return settle_until(range_clear_cond, &r);
+}
+
+/* Called before the argument checks: comm_ptr is not validated yet (a wrong size only settles
+ * more or less than needed; the checks that follow report the error). */
+int MPIR_Tnbc_settle_comm_array(const void *array, size_t elem_size, MPIR_Comm * comm_ptr,
+                                int which)
+{
+    int n;
+
+    if (!comm_ptr || !array)
+        return MPI_SUCCESS;
+    if (which == MPIR_TNBC_ARRAY_GROUP) {
+        n = (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) ? comm_ptr->remote_size :
+            comm_ptr->local_size;
+    } else {
+        int indegree, outdegree, weighted;
+        if (!MPIR_Topology_get(comm_ptr) ||
+            MPIR_Topo_canon_nhb_count(comm_ptr, &indegree, &outdegree, &weighted))
+            return MPI_SUCCESS;
+        n = (which == MPIR_TNBC_ARRAY_IN_NEIGHBORS) ? indegree : outdegree;
+    }
+    if (n <= 0)
+        return MPI_SUCCESS;
+    return MPIR_Tnbc_settle_range(array, (size_t) n * elem_size);
 }
 
 int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype)
@@ -58,7 +82,7 @@ int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype)
     /* span of count elements: from the lowest to the highest byte the type map can touch */
     MPI_Aint lo = true_lb + (extent < 0 ? (count - 1) * extent : 0);
     MPI_Aint span = true_extent + (count - 1) * (extent < 0 ? -extent : extent);
-    return MPII_Tnbc_settle_range((const char *) buf + lo, (size_t) span);
+    return MPIR_Tnbc_settle_range((const char *) buf + lo, (size_t) span);
 }
 
 static int no_ops_cond(const void *arg)

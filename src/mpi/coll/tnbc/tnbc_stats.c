@@ -50,7 +50,8 @@ typedef struct {
     uint64_t helper_rounds, helper_sleeps, helper_sleep_ns, helper_timeouts, helper_rescues;
     uint64_t app_sleeps, app_sleep_ns;
     uint64_t node_turns, node_holds, node_hold_ns, node_gave_up;
-    uint64_t faults, stall_ns, mprotect_calls, guard_refusals, guard_prot, pages_dropped;
+    uint64_t faults, stall_ns, mprotect_calls, guard_refusals, guard_prot, guard_window;
+    uint64_t pages_dropped;
     uint64_t staging_reused;
     uint64_t release_hist[MPIR_PAGEGUARD_LATENCY_BUCKETS];
 } MPII_Tnbc_counters_t;
@@ -195,10 +196,11 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
 #define MPII_SHARE(ms) (life_ms > 0 ? 100.0 * (ms) / life_ms : 0.0)
         fprintf(stderr, "[tnbc %s] background: %" PRIu64 " operations, %.3f ms in flight, "
                 "%" PRIu64 " late errors; faults %" PRIu64 ", stall %.3f ms; guard refusals %"
-                PRIu64 " (no whole page included; %" PRIu64 " buffers not read-write memory, "
-                "copied or waited for); pages freed before their data came %" PRIu64
-                "; staging memory reused %" PRIu64 " times\n", who, s->ops_done, life_ms,
-                s->late_errors, s->faults, s->stall_ns / 1e6, s->guard_refusals, s->guard_prot,
+                PRIu64 " (no whole page included; copied or waited for: %" PRIu64
+                " buffers not private read-write memory, %" PRIu64 " in RMA windows); pages "
+                "freed before their data came %" PRIu64 "; staging memory reused %" PRIu64
+                " times\n", who, s->ops_done, life_ms, s->late_errors, s->faults,
+                s->stall_ns / 1e6, s->guard_refusals, s->guard_prot, s->guard_window,
                 s->pages_dropped, s->staging_reused);
         fprintf(stderr, "[tnbc %s] helper CPU %.3f ms = %.1f%% of in-flight time (%.1f%% in the "
                 "kernel); while the application ran: %.1f%% in rounds that completed nothing, "
@@ -234,8 +236,9 @@ int MPII_Tnbc_stats_reduce_and_print(void)
     st.stall_ns = pg.stall_ns;
     st.mprotect_calls = pg.mprotect_calls;
     st.guard_refusals = pg.refused_budget + pg.refused_nomem + pg.refused_landing +
-        pg.refused_prot + pg.refused_other;
+        pg.refused_prot + pg.refused_exposed + pg.refused_other;
     st.guard_prot = pg.refused_prot;
+    st.guard_window = pg.refused_exposed;
     st.pages_dropped = pg.forgotten;
     st.staging_reused = pg.staging_reused;
     memcpy(st.release_hist, pg.release_hist, sizeof(st.release_hist));
