@@ -11,10 +11,10 @@
 
 #include <mpi.h>
 #include "mpitest.h"
+#include "tnbc_test_late.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define COUNT 4096              /* ints per pair: 4 pages */
 #define VCOUNT 7                /* elements per pair of the Alltoallv */
@@ -22,11 +22,6 @@
 #define NAME "a name that came late"
 
 static int rank, size, late, errs;
-
-static int value(int from, int to, int i)
-{
-    return from * 1000003 + to * 101 + i;
-}
 
 /* What the late rank sends to rank to, at the start of its block: [0, size) Alltoallv counts,
  * [size, 2 size) displacements, then NBLOCKS block lengths and NBLOCKS displacements, then size
@@ -55,15 +50,10 @@ static void fill_late_block(int *block)
 /* Returns the late rank's block in rbuf, still in flight where T-NBC returned early. */
 static const int *alltoall_late(int *sbuf, int *rbuf)
 {
-    for (int p = 0; p < size; p++) {
-        for (int i = 0; i < COUNT; i++)
-            sbuf[p * COUNT + i] = value(rank, p, i);
-        if (rank == late)
-            fill_late_block(&sbuf[p * COUNT]);
-    }
-    if (rank == late)
-        usleep(200 * 1000);
-    MPI_Alltoall(sbuf, COUNT, MPI_INT, rbuf, COUNT, MPI_INT, MPI_COMM_WORLD);
+    tnbc_fill(sbuf, COUNT, rank, size);
+    for (int p = 0; rank == late && p < size; p++)
+        fill_late_block(&sbuf[p * COUNT]);
+    tnbc_alltoall_late(sbuf, rbuf, COUNT, rank, size);
     return &rbuf[late * COUNT];
 }
 
@@ -71,7 +61,7 @@ static void alltoallv_counts(int *sbuf, int *rbuf)
 {
     int *vs = malloc(size * VCOUNT * sizeof(int)), *vr = malloc(size * VCOUNT * sizeof(int));
     for (int i = 0; i < size * VCOUNT; i++) {
-        vs[i] = value(rank, i / VCOUNT, i % VCOUNT);
+        vs[i] = tnbc_value(rank, i / VCOUNT, i % VCOUNT);
         vr[i] = -1;
     }
     const int *block = alltoall_late(sbuf, rbuf);
@@ -79,9 +69,9 @@ static void alltoallv_counts(int *sbuf, int *rbuf)
                   &block[AT_DISPLS], MPI_INT, MPI_COMM_WORLD);
     int bad = 0;
     for (int i = 0; i < size * VCOUNT; i++)
-        if (vr[i] != value(i / VCOUNT, rank, i % VCOUNT) && bad++ < 3)
+        if (vr[i] != tnbc_value(i / VCOUNT, rank, i % VCOUNT) && bad++ < 3)
             printf("rank %d Alltoallv: [%d] = %d, want %d\n", rank, i, vr[i],
-                   value(i / VCOUNT, rank, i % VCOUNT));
+                   tnbc_value(i / VCOUNT, rank, i % VCOUNT));
     errs += bad != 0;
     free(vs);
     free(vr);

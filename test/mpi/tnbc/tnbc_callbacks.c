@@ -11,20 +11,15 @@
 
 #include <mpi.h>
 #include "mpitest.h"
+#include "tnbc_test_late.h"
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #define COUNT 4096              /* ints per pair: 4 pages */
 
 static int rank, size, errs;
 static int *rbuf;
 static long seen_sum;
-
-static int value(int from, int to, int i)
-{
-    return from * 1000003 + to * 101 + i;
-}
 
 static long late_block_sum(void)
 {
@@ -38,18 +33,14 @@ static long expected_sum(void)
 {
     long sum = 0;
     for (int i = 0; i < COUNT; i++)
-        sum += value(size - 1, rank, i);
+        sum += tnbc_value(size - 1, rank, i);
     return sum;
 }
 
 static void alltoall_late(int *sbuf)
 {
-    for (int p = 0; p < size; p++)
-        for (int i = 0; i < COUNT; i++)
-            sbuf[p * COUNT + i] = value(rank, p, i);
-    if (rank == size - 1)
-        usleep(200 * 1000);
-    MPI_Alltoall(sbuf, COUNT, MPI_INT, rbuf, COUNT, MPI_INT, MPI_COMM_WORLD);
+    tnbc_fill(sbuf, COUNT, rank, size);
+    tnbc_alltoall_late(sbuf, rbuf, COUNT, rank, size);
 }
 
 static int copy_reading(MPI_Comm comm, int keyval, void *extra, void *in, void *out, int *flag)

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <mpi.h>
 #include "mpitest.h"
+#include "tnbc_test_late.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,11 +22,6 @@
 
 #define COUNT 4096              /* ints per pair: 4 pages */
 #define LATE 1
-
-static int value(int from, int to, int i)
-{
-    return from * 1000003 + to * 101 + i;
-}
 
 /* Close every descriptor open on /proc/<pid>/mem; returns the lowest number closed, or -1. */
 static int close_proc_mem(void)
@@ -65,7 +61,7 @@ int main(int argc, char **argv)
     for (int call = 0; call < 2; call++) {
         for (int p = 0; p < size; p++)
             for (int i = 0; i < COUNT; i++)
-                sbuf[p * COUNT + i] = value(rank, p, i) + call;
+                sbuf[p * COUNT + i] = tnbc_value(rank, p, i) + call;
         if (rank == LATE)
             usleep(200 * 1000);
         MPI_Alltoall(sbuf, COUNT, MPI_INT, rbuf, COUNT, MPI_INT, MPI_COMM_WORLD);
@@ -85,7 +81,7 @@ int main(int argc, char **argv)
         }
         for (int p = 0; p < size; p++)
             for (int i = 0; i < COUNT; i++)
-                if (rbuf[p * COUNT + i] != value(p, rank, i) + call) {
+                if (rbuf[p * COUNT + i] != tnbc_value(p, rank, i) + call) {
                     if (errs++ < 5)
                         printf("rank %d call %d: from %d int %d is %d\n", rank, call, p, i,
                                rbuf[p * COUNT + i]);

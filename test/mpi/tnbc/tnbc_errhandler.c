@@ -11,10 +11,10 @@
 
 #include <mpi.h>
 #include "mpitest.h"
+#include "tnbc_test_late.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #define COUNT 4096              /* ints per pair: 4 pages */
 
@@ -22,11 +22,6 @@ static int rank, size, errs;
 static const int *pending;      /* the buffer the handlers read */
 static long seen_sum;
 static int handler_calls;
-
-static int value(int from, int to, int i)
-{
-    return from * 1000003 + to * 101 + i;
-}
 
 static long late_block_sum(void)
 {
@@ -40,7 +35,7 @@ static long expected_sum(void)
 {
     long sum = 0;
     for (int i = 0; i < COUNT; i++)
-        sum += value(size - 1, rank, i);
+        sum += tnbc_value(size - 1, rank, i);
     return sum;
 }
 
@@ -58,15 +53,11 @@ static void win_handler(MPI_Win * win, int *code, ...)
 
 static void alltoall_late(int *sbuf, int *rbuf)
 {
-    for (int p = 0; p < size; p++)
-        for (int i = 0; i < COUNT; i++)
-            sbuf[p * COUNT + i] = value(rank, p, i);
-    if (rank == size - 1)
-        usleep(200 * 1000);
+    tnbc_fill(sbuf, COUNT, rank, size);
     pending = rbuf;
     seen_sum = 0;
     handler_calls = 0;
-    MPI_Alltoall(sbuf, COUNT, MPI_INT, rbuf, COUNT, MPI_INT, MPI_COMM_WORLD);
+    tnbc_alltoall_late(sbuf, rbuf, COUNT, rank, size);
 }
 
 static void check(const char *what)

@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 #include "mpitest.h"
+#include "tnbc_test_late.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -19,17 +20,12 @@
 
 static int rank, size;
 
-static int value(int from, int to, int i)
-{
-    return from * 1000003 + to * 101 + i;
-}
-
 static int count_wrong(const int *rbuf)
 {
     int wrong = 0;
     for (int p = 0; p < size; p++)
         for (int i = 0; i < COUNT; i++)
-            wrong += rbuf[p * COUNT + i] != value(p, rank, i);
+            wrong += rbuf[p * COUNT + i] != tnbc_value(p, rank, i);
     return wrong;
 }
 
@@ -43,7 +39,7 @@ int main(int argc, char **argv)
     int *rbuf = malloc((size_t) size * COUNT * sizeof(int));
     for (int p = 0; p < size; p++)
         for (int i = 0; i < COUNT; i++)
-            sbuf[p * COUNT + i] = value(rank, p, i);
+            sbuf[p * COUNT + i] = tnbc_value(rank, p, i);
     if (rank == LATE)
         usleep(200 * 1000);
     MPI_Alltoall(sbuf, COUNT, MPI_INT, rbuf, COUNT, MPI_INT, MPI_COMM_WORLD);

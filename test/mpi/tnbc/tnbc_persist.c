@@ -14,42 +14,33 @@
 
 #include <mpi.h>
 #include "mpitest.h"
+#include "tnbc_test_late.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define COUNT 4096              /* ints per pair: 4 pages */
 #define PARTS 4
 
 static int rank, size, late, errs;
 
-static int value(int from, int to, int i)
-{
-    return from * 1000003 + to * 101 + i;
-}
-
 static void fill(int *sbuf)
 {
-    for (int p = 0; p < size; p++)
-        for (int i = 0; i < COUNT; i++)
-            sbuf[p * COUNT + i] = value(rank, p, i);
+    tnbc_fill(sbuf, COUNT, rank, size);
 }
 
 static void alltoall_late(int *sbuf, int *rbuf)
 {
-    if (rank == late)
-        usleep(200 * 1000);
-    MPI_Alltoall(sbuf, COUNT, MPI_INT, rbuf, COUNT, MPI_INT, MPI_COMM_WORLD);
+    tnbc_alltoall_late(sbuf, rbuf, COUNT, rank, size);
 }
 
 static void expect(const char *what, const int *got, int from, int to)
 {
     for (int i = 0; i < COUNT; i++)
-        if (got[i] != value(from, to, i)) {
+        if (got[i] != tnbc_value(from, to, i)) {
             if (errs++ < 5)
                 printf("rank %d %s: int %d is %d, want %d\n", rank, what, i, got[i],
-                       value(from, to, i));
+                       tnbc_value(from, to, i));
             return;
         }
 }
@@ -89,7 +80,7 @@ int main(int argc, char **argv)
     /* sendbuf: receive into the block still being sent to the late rank */
     fill(sbuf);
     for (int i = 0; i < COUNT; i++)
-        other[i] = value(size + rank, next, i);
+        other[i] = tnbc_value(size + rank, next, i);
     MPI_Recv_init(sbuf + late * COUNT, COUNT, MPI_INT, prev, 2, MPI_COMM_WORLD, &req[0]);
     alltoall_late(sbuf, rbuf);
     MPI_Start(&req[0]);

@@ -13,10 +13,10 @@
 
 #include <mpi.h>
 #include "mpitest.h"
+#include "tnbc_test_late.h"
 #include "tnbc_test_pvar.h"
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #define COUNT 4096              /* ints per pair: 4 pages */
 #define PUT_AT 5                /* element of the late block that rank 1 overwrites */
@@ -25,23 +25,14 @@
 static int rank, size, late, errs;
 static MPI_T_pvar_session pvars;
 
-static int value(int from, int to, int i)
-{
-    return from * 1000003 + to * 101 + i;
-}
-
 static void fill(int *sbuf)
 {
-    for (int p = 0; p < size; p++)
-        for (int i = 0; i < COUNT; i++)
-            sbuf[p * COUNT + i] = value(rank, p, i);
+    tnbc_fill(sbuf, COUNT, rank, size);
 }
 
 static void alltoall_late(const int *sbuf, int *rbuf)
 {
-    if (rank == late)
-        usleep(200 * 1000);
-    MPI_Alltoall(sbuf, COUNT, MPI_INT, rbuf, COUNT, MPI_INT, MPI_COMM_WORLD);
+    tnbc_alltoall_late(sbuf, rbuf, COUNT, rank, size);
 }
 
 /* Rank 1 puts into rank 0's window at disp once rank 0 has returned; rank 0 comes back when
@@ -71,7 +62,7 @@ static void check_recv(const char *what, const int *rbuf, int with_put)
     for (int p = 0; p < size; p++)
         for (int i = 0; i < COUNT; i++) {
             int want = (with_put && rank == 0 && p == late && i == PUT_AT) ? PUT_VALUE :
-                value(p, rank, i);
+                tnbc_value(p, rank, i);
             if (rbuf[p * COUNT + i] != want && bad++ < 3)
                 printf("rank %d %s: from %d [%d] = %d, want %d\n", rank, what, p, i,
                        rbuf[p * COUNT + i], want);

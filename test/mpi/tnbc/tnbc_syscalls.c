@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <mpi.h>
 #include "mpitest.h"
+#include "tnbc_test_late.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,19 +24,10 @@
 
 static int rank, size, errs;
 
-static int value(int from, int to, int i)
-{
-    return from * 1000003 + to * 101 + i;
-}
-
 static void alltoall_late(int *sbuf, int *rbuf)
 {
-    for (int p = 0; p < size; p++)
-        for (int i = 0; i < COUNT; i++)
-            sbuf[p * COUNT + i] = value(rank, p, i);
-    if (rank == size - 1)
-        usleep(200 * 1000);
-    MPI_Alltoall(sbuf, COUNT, MPI_INT, rbuf, COUNT, MPI_INT, MPI_COMM_WORLD);
+    tnbc_fill(sbuf, COUNT, rank, size);
+    tnbc_alltoall_late(sbuf, rbuf, COUNT, rank, size);
 }
 
 /* every block but the one overwritten holds the result */
@@ -43,7 +35,7 @@ static void check_others(const char *what, const int *rbuf, int overwritten)
 {
     for (int p = 0; p < size; p++)
         for (int i = 0; p != overwritten && i < COUNT; i++)
-            if (rbuf[p * COUNT + i] != value(p, rank, i)) {
+            if (rbuf[p * COUNT + i] != tnbc_value(p, rank, i)) {
                 if (errs++ < 5)
                     printf("rank %d %s: from %d int %d is %d\n", rank, what, p, i,
                            rbuf[p * COUNT + i]);
