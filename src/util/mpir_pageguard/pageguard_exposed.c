@@ -21,8 +21,8 @@ typedef struct {
 
 static pthread_mutex_t exposed_lock = PTHREAD_MUTEX_INITIALIZER;
 static MPII_exposed_t *exposed;         /* under exposed_lock */
-static size_t nexposed, exposed_cap;
-static _Atomic size_t exposed_count;    /* nexposed, for the check without the lock */
+static size_t exposed_cap;
+static _Atomic size_t nexposed;         /* changed under exposed_lock; read without it first */
 static _Atomic int exposed_lost;        /* a range could not be recorded: all memory counts as
                                          * exposed from then on */
 
@@ -42,8 +42,8 @@ void MPIR_Pageguard_expose(const void *owner, const void *addr, size_t len)
         exposed = grown;
         exposed_cap = cap;
     }
-    exposed[nexposed++] = (MPII_exposed_t) {.owner = owner,.lo = lo,.hi = lo + len };
-    atomic_store(&exposed_count, nexposed);
+    exposed[nexposed] = (MPII_exposed_t) {.owner = owner,.lo = lo,.hi = lo + len };
+    atomic_fetch_add(&nexposed, 1);
   fn_exit:
     pthread_mutex_unlock(&exposed_lock);
 }
@@ -53,14 +53,14 @@ void MPIR_Pageguard_unexpose(const void *owner, const void *addr)
     pthread_mutex_lock(&exposed_lock);
     for (size_t i = 0; i < nexposed;) {
         if (exposed[i].owner == owner && (!addr || exposed[i].lo == (uintptr_t) addr)) {
-            exposed[i] = exposed[--nexposed];
+            size_t last = atomic_fetch_sub(&nexposed, 1) - 1;
+            exposed[i] = exposed[last];
             if (addr)
                 break;
         } else {
             i++;
         }
     }
-    atomic_store(&exposed_count, nexposed);
     pthread_mutex_unlock(&exposed_lock);
 }
 
@@ -68,7 +68,7 @@ int MPII_Pageguard_is_exposed(uintptr_t lo, uintptr_t hi)
 {
     if (atomic_load(&exposed_lost))
         return 1;
-    if (atomic_load(&exposed_count) == 0)
+    if (atomic_load(&nexposed) == 0)
         return 0;
     int found = 0;
     pthread_mutex_lock(&exposed_lock);
