@@ -21,12 +21,23 @@ extern MPL_TLS int MPIR_Tnbc_user_coll;
 /* and where the application called it from (call sites of access orders, tnbc_access.c) */
 extern MPL_TLS const void *MPIR_Tnbc_user_caller;
 
+/* Read by the page-guard handler: no lazy allocation of this thread's copy. */
+#define MPIR_TNBC_TLS_SIGNAL_SAFE __attribute__ ((tls_model("initial-exec")))
+/* Where the application's frames end on this thread's stack: the frame of the MPI routine it
+ * called last. A fault under MPICH's lock below it is on a frame pushed since (the buffer's
+ * frame has returned: its page is given up); at or above it, on a live one (the process
+ * aborts rather than drop data). */
+extern MPL_TLS uintptr_t MPIR_Tnbc_app_frames MPIR_TNBC_TLS_SIGNAL_SAFE;
+#define MPIR_TNBC_NOTE_APP_FRAMES() \
+    (MPIR_Tnbc_app_frames = (uintptr_t) __builtin_frame_address(0))
+
 int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype);
 int MPIR_Tnbc_settle_range(const void *addr, size_t len);
 /* Arrays with one element per process of the group (the remote group of an intercommunicator)
- * or per in- or out-neighbour of the communicator's topology */
+ * or of the local group only, or per in- or out-neighbour of the communicator's topology */
 enum {
     MPIR_TNBC_ARRAY_GROUP,
+    MPIR_TNBC_ARRAY_LOCAL_GROUP,
     MPIR_TNBC_ARRAY_IN_NEIGHBORS,
     MPIR_TNBC_ARRAY_OUT_NEIGHBORS
 };
@@ -63,7 +74,8 @@ int MPIR_Tnbc_node_init(void);
         }                                                                       \
     } while (0)
 
-/* Array (and fixed-size string) arguments, before the argument checks read them: n elements */
+/* Array (and fixed-size string) arguments, before the argument checks read them, and scalar
+ * outputs (handles, flags, statuses) before MPICH stores them under its lock: n elements */
 #define MPIR_TNBC_SETTLE_ARRAY(array_, n_)                                      \
     do {                                                                        \
         if (unlikely(MPIR_Tnbc_ops_in_flight) && (n_) > 0) {                    \

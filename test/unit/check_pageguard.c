@@ -778,6 +778,33 @@ END_TEST
 
 /* Window memory (exposed) is refused for both kinds while exposed, by any overlap; each
  * owner's ranges go with it, and a range exposed twice stays until both are gone. */
+/* Lookups outside the pages of all registered regions return at once: the bounds follow
+ * the regions, and are forgotten when the last one goes. */
+START_TEST(guarded_pages_follow_regions)
+{
+    char *a = map_pages(4), *b = map_pages(4);
+    size_t off = 0, len = 4 * ps;
+    MPIR_Pageguard_region_t *ra, *rb;
+    ck_assert_int_eq(MPIR_Pageguard_register(a, len, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0, &ra),
+                     MPIR_PAGEGUARD_OK);
+    ck_assert_int_eq(MPIR_Pageguard_register(b, len, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0, &rb),
+                     MPIR_PAGEGUARD_OK);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(a + ps, ps, MPIR_PAGEGUARD_COUNT), 1);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(b, len, MPIR_PAGEGUARD_COUNT), 4);
+    MPIR_Pageguard_unregister(ra);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(a, len, MPIR_PAGEGUARD_COUNT), 0);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(b + 3 * ps, 1, MPIR_PAGEGUARD_COUNT), 1);
+    MPIR_Pageguard_unregister(rb);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(b, len, MPIR_PAGEGUARD_COUNT), 0);
+    ck_assert_int_eq(MPIR_Pageguard_register(a, len, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0, &ra),
+                     MPIR_PAGEGUARD_OK);
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(a, len, MPIR_PAGEGUARD_COUNT), 4);
+    MPIR_Pageguard_unregister(ra);
+    munmap(a, len);
+    munmap(b, len);
+}
+END_TEST
+
 START_TEST(exposed_memory_is_refused)
 {
     char *mem = map_pages(8);
@@ -1006,8 +1033,30 @@ START_TEST(thread_that_cannot_wait_aborts)
 }
 END_TEST
 
-/* ... unless the page is on its own stack: the frame that held the buffer has returned, and
- * the access is a later frame's (an MPI call's, under the lock): the page is given up. */
+/* ... even on its own stack, when the buffer is in a live frame (a handle stored into it by
+ * MPICH, under the lock): giving the page up would drop its data. */
+START_TEST(cannot_wait_on_live_frame_aborts)
+{
+    MPIR_Pageguard_finalize();
+    MPIR_Pageguard_config_t cfg = {.before_wait = cannot_wait };
+    ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
+    char buf[4 * 4096] __attribute__ ((aligned(4096)));
+    size_t off = 0, len = sizeof(buf);
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(buf, sizeof(buf), 1, &off, &len,
+                                             MPIR_PAGEGUARD_RECV, 0, &r), MPIR_PAGEGUARD_OK);
+    ((volatile char *) buf)[ps + 1] = 'x';      /* SIGABRT here */
+}
+END_TEST
+
+/* ... but a page of its own stack below its live frames is given up: the frame that held the
+ * buffer has returned, and the access is a later frame's (an MPI call's, under the lock). */
+static int cannot_wait_new_frame(void *addr)
+{
+    before_wait_calls++;
+    return MPIR_PAGEGUARD_CANNOT_WAIT_NEW_FRAME;
+}
+
 static char *dead_buffer;
 static MPIR_Pageguard_region_t *dead_region;
 
@@ -1025,7 +1074,7 @@ static void __attribute__ ((noinline)) guard_and_return(void)
 START_TEST(cannot_wait_on_own_stack_gives_page_up)
 {
     MPIR_Pageguard_finalize();
-    MPIR_Pageguard_config_t cfg = {.before_wait = cannot_wait };
+    MPIR_Pageguard_config_t cfg = {.before_wait = cannot_wait_new_frame };
     ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
     guard_and_return();
     before_wait_calls = 0;
@@ -1204,6 +1253,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, budget_refusal_leaves_buffer_alone);
     tcase_add_test(tc, shared_mapping_refused_for_receive);
     tcase_add_test(tc, shared_mapping_refused_for_send);
+    tcase_add_test(tc, guarded_pages_follow_regions);
     tcase_add_test(tc, exposed_memory_is_refused);
     tcase_add_test(tc, protection_of_a_range);
     tcase_add_test(tc, read_only_send_is_refused);
@@ -1218,6 +1268,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, many_threads_fault_at_once);
     tcase_add_test(tc, guarded_pages_count_and_touch);
     tcase_add_test_raise_signal(tc, thread_that_cannot_wait_aborts, SIGABRT);
+    tcase_add_test_raise_signal(tc, cannot_wait_on_live_frame_aborts, SIGABRT);
     tcase_add_test(tc, cannot_wait_on_own_stack_gives_page_up);
     tcase_add_test(tc, free_forgets_receive_pages);
     tcase_add_test(tc, realloc_waits_for_the_data);

@@ -67,12 +67,14 @@ typedef struct {
     size_t map_budget;          /* extra kernel mappings we may cause; 0: derive from
                                  * /proc/sys/vm/max_map_count */
     MPIR_Pageguard_on_replaced_t on_replaced;
-    /* Called in the handler before a thread waits for a guarded page (may be NULL). It returns
-     * MPIR_PAGEGUARD_CANNOT_WAIT for a thread that cannot wait (it holds the lock under which
-     * sub-messages complete). A page of that thread's own stack is then given up (the frame
-     * that held the buffer has returned: new frames are being pushed there); any other access
-     * calls on_abort (may be NULL; async-signal-safe: say why) and aborts the process, as going
-     * on would read or overwrite a page whose data is still coming. */
+    /* Called in the handler before a thread waits for a guarded page (may be NULL). For a
+     * thread that cannot wait (it holds the lock under which sub-messages complete) it returns
+     * MPIR_PAGEGUARD_CANNOT_WAIT, or MPIR_PAGEGUARD_CANNOT_WAIT_NEW_FRAME when addr lies below
+     * the thread's live frames that hold application data: a page of that thread's own stack
+     * there is given up (the frame that held the buffer has returned and new frames are being
+     * pushed there). Any other access calls on_abort (may be NULL; async-signal-safe: say why)
+     * and aborts the process, as going on would read or overwrite a page whose data is still
+     * coming. */
     int (*before_wait) (void *addr);
     void (*on_abort) (void *addr);
     /* Called in the handler when a thread starts to wait (may be NULL), so that the progress
@@ -84,6 +86,7 @@ typedef struct {
 
 #define MPIR_PAGEGUARD_WAIT        0
 #define MPIR_PAGEGUARD_CANNOT_WAIT 1
+#define MPIR_PAGEGUARD_CANNOT_WAIT_NEW_FRAME 2
 
 /* Region flags */
 #define MPIR_PAGEGUARD_TRACE 0x1        /* data is already in place: every sub-message is complete

@@ -12,6 +12,7 @@
 #include "pageguard_internal.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -36,7 +37,9 @@ void MPIR_Pageguard_expose(const void *owner, const void *addr, size_t len)
         size_t cap = exposed_cap ? 2 * exposed_cap : 16;
         MPII_exposed_t *grown = realloc(exposed, cap * sizeof(*grown));
         if (!grown) {
-            atomic_store(&exposed_lost, 1);
+            if (!atomic_exchange(&exposed_lost, 1))
+                fprintf(stderr, "mpich-tnbc: out of memory recording an RMA window: no buffer "
+                        "is page-guarded from now on (collectives wait in the call)\n");
             goto fn_exit;
         }
         exposed = grown;

@@ -311,13 +311,16 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
         release_touched(r, k, page);
         return;
     }
-    if (MPII_pageguard.config.before_wait &&
-        MPII_pageguard.config.before_wait((void *) addr) == MPIR_PAGEGUARD_CANNOT_WAIT) {
-        /* A page of this thread's own stack touched by a thread that cannot wait: the frame
-         * that held the buffer has returned, and calls made since (an MPI call, under the lock
-         * its data needs) push their frames there. Nobody can read that buffer any more. (A
-         * send page is still being read by the network: it is not given up.) */
-        if (r->kind == MPIR_PAGEGUARD_RECV && addr >= stack_lo && addr < stack_hi) {
+    int verdict = MPII_pageguard.config.before_wait ?
+        MPII_pageguard.config.before_wait((void *) addr) : MPIR_PAGEGUARD_WAIT;
+    if (verdict != MPIR_PAGEGUARD_WAIT) {
+        /* A page of this thread's own stack, below its live frames, touched by a thread that
+         * cannot wait: the frame that held the buffer has returned, and calls made since (an
+         * MPI call, under the lock its data needs) push their frames there. Nobody can read
+         * that buffer any more. (A send page is still being read by the network: it is not
+         * given up.) */
+        if (verdict == MPIR_PAGEGUARD_CANNOT_WAIT_NEW_FRAME && r->kind == MPIR_PAGEGUARD_RECV &&
+            addr >= stack_lo && addr < stack_hi) {
             if (MPII_Pageguard_forget_page(r, page))
                 MPII_Pageguard_wake(r);
             return;
@@ -494,7 +497,8 @@ size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard
     uintptr_t lo = (uintptr_t) addr, hi = lo + len;
     size_t ps = MPII_pageguard.pagesize, found = 0;
 
-    if (len == 0 || !atomic_load(&MPII_pageguard.on))
+    if (len == 0 || !atomic_load(&MPII_pageguard.on) ||
+        lo >= atomic_load(&MPII_pageguard.span_hi) || hi <= atomic_load(&MPII_pageguard.span_lo))
         return 0;
     for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
         MPII_Pageguard_slot_t *slot = &MPII_pageguard.slots[i];

@@ -122,6 +122,19 @@ static void count_refusal(int rc)
     pthread_mutex_unlock(&MPII_pageguard.lock);
 }
 
+/* Under lock, before the slot becomes active: a lookup outside the span finds nothing. */
+static void extend_span(uintptr_t lo, uintptr_t hi)
+{
+    if (MPII_pageguard.slots_taken++ > 0) {
+        uintptr_t old_lo = atomic_load(&MPII_pageguard.span_lo);
+        uintptr_t old_hi = atomic_load(&MPII_pageguard.span_hi);
+        lo = lo < old_lo ? lo : old_lo;
+        hi = hi > old_hi ? hi : old_hi;
+    }
+    atomic_store(&MPII_pageguard.span_lo, lo);
+    atomic_store(&MPII_pageguard.span_hi, hi);
+}
+
 /* Hide the region from the handler, wait until no handler looks at it, give back its slot and
  * its share of the mapping budget. */
 static void retire_slot(MPIR_Pageguard_region_t * r)
@@ -138,6 +151,10 @@ static void retire_slot(MPIR_Pageguard_region_t * r)
     r->maps_reserved = 0;
     MPII_pageguard.slots[r->slot].region = NULL;
     atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_FREE);
+    if (--MPII_pageguard.slots_taken == 0) {
+        atomic_store(&MPII_pageguard.span_lo, 0);
+        atomic_store(&MPII_pageguard.span_hi, 0);
+    }
     r->slot = -1;
     pthread_mutex_unlock(&MPII_pageguard.lock);
 }
@@ -283,6 +300,7 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
     }
     MPII_pageguard.maps_in_use += r->maps_reserved;
     MPII_pageguard.slots[r->slot].region = r;
+    extend_span(r->gbase, r->gbase + r->npages * ps);
     pthread_mutex_unlock(&MPII_pageguard.lock);
 
     /* Visible to the handler before the first page is protected. */

@@ -12,6 +12,7 @@
 #include <mpi.h>
 #include "mpitest.h"
 #include "tnbc_test_late.h"
+#include "tnbc_test_pvar.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #define COUNT 4096              /* ints per pair: 4 pages */
 
 static int rank, size, errs;
+static MPI_T_pvar_session pvars;
 static const int *pending;      /* the buffer the handlers read */
 static long seen_sum;
 static int handler_calls;
@@ -57,7 +59,9 @@ static void alltoall_late(int *sbuf, int *rbuf)
     pending = rbuf;
     seen_sum = 0;
     handler_calls = 0;
+    unsigned long long early = tnbc_read_pvar(pvars, "tnbc_returned_early");
     tnbc_alltoall_late(sbuf, rbuf, COUNT, rank, size);
+    errs += tnbc_missed_early(pvars, early, rank, "Alltoall");
 }
 
 static void check(const char *what)
@@ -85,6 +89,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &(int) { 0 });
+    MPI_T_pvar_session_create(&pvars);
     size_t len = (size_t) size * COUNT * sizeof(int);
     int *sbuf = malloc(len), *rbuf;
     if (posix_memalign((void **) &rbuf, 4096, len) != 0)
@@ -125,6 +131,8 @@ int main(int argc, char **argv)
 
     free(sbuf);
     free(rbuf);
+    MPI_T_pvar_session_free(&pvars);
+    MPI_T_finalize();
     MTest_Finalize(errs);
     return 0;
 }

@@ -9,7 +9,8 @@
  * reaches window memory without regard to page protections (RDMA) or through MPICH under its
  * lock, so the put must stay and the late rank must get rank 0's data as it was in the call:
  * T-NBC never guards window memory (receives wait in the call, sends are copied). Windows from
- * MPI_Win_create, MPI_Win_allocate and MPI_Win_attach; needs 3 processes or more. */
+ * MPI_Win_create, MPI_Win_allocate, MPI_Win_allocate_shared and MPI_Win_attach; a window of no
+ * memory, and memory of a freed window, are guarded as usual. Needs 3 processes or more. */
 
 #include <mpi.h>
 #include "mpitest.h"
@@ -123,6 +124,30 @@ int main(int argc, char **argv)
     recv_in_window("Win_allocate", sbuf, wbuf, win);
     MPI_Win_free(&win);
 
+    /* a shared window, where all processes share a node (as in the tests) */
+    MPI_Comm node;
+    int node_size;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &node_size);
+    if (node_size == size) {
+        MPI_Win_allocate_shared(len, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &wbuf, &win);
+        recv_in_window("Win_allocate_shared", sbuf, wbuf, win);
+        MPI_Win_free(&win);
+    }
+    MPI_Comm_free(&node);
+
+    /* a window of no memory over the receive buffer: nothing to keep unguarded */
+    {
+        unsigned long long early = tnbc_read_pvar(pvars, "tnbc_returned_early");
+        MPI_Win_create(rbuf, 0, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+        fill(sbuf);
+        alltoall_late(sbuf, rbuf);
+        errs += tnbc_missed_early(pvars, early, rank, "zero-size window");
+        check_recv("zero-size window", rbuf, 0);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_free(&win);
+    }
+
     /* a dynamic window: displacements are addresses */
     MPI_Aint base, *bases = malloc(size * sizeof(MPI_Aint));
     MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
@@ -147,8 +172,10 @@ int main(int argc, char **argv)
     free(bases);
 
     /* detached memory is guarded again: the late rank's block may come after the return */
+    unsigned long long early = tnbc_read_pvar(pvars, "tnbc_returned_early");
     fill(sbuf);
     alltoall_late(sbuf, rbuf);
+    errs += tnbc_missed_early(pvars, early, rank, "after Win_free");
     check_recv("after Win_free", rbuf, 0);
 
     /* the send buffer is window memory: rank 1 overwrites the block rank 0 sends to the late

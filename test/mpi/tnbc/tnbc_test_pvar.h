@@ -9,6 +9,8 @@
 #define TNBC_TEST_PVAR_H_INCLUDED
 
 #include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define TNBC_PVAR_MISSING ((unsigned long long) -1)
@@ -37,6 +39,20 @@ static unsigned long long tnbc_read_pvar(MPI_T_pvar_session session, const char 
     MPI_T_pvar_read(session, h, &v);
     MPI_T_pvar_handle_free(session, &h);
     return v;
+}
+
+/* A test's late-rank collective proves something only if it returned early: with
+ * MPIR_CVAR_TNBC_ENABLE=1 in the environment, returns 1 (one error) on rank 0 when
+ * tnbc_returned_early has not grown since the value before. */
+static int tnbc_missed_early(MPI_T_pvar_session session, unsigned long long before, int rank,
+                             const char *what)
+{
+    const char *on = getenv("MPIR_CVAR_TNBC_ENABLE");
+    if (rank != 0 || !on || atoi(on) != 1 ||
+        tnbc_read_pvar(session, "tnbc_returned_early") != before)
+        return 0;
+    printf("rank %d %s: the collective did not return early\n", rank, what);
+    return 1;
 }
 
 #endif /* TNBC_TEST_PVAR_H_INCLUDED */

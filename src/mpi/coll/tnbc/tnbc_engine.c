@@ -87,6 +87,7 @@ cvars:
 
 int MPIR_Tnbc_ops_in_flight;
 MPL_TLS int MPIR_Tnbc_user_coll;
+MPL_TLS uintptr_t MPIR_Tnbc_app_frames MPIR_TNBC_TLS_SIGNAL_SAFE;
 
 static struct {
     int started;
@@ -447,8 +448,12 @@ static void cannot_wait_message(void *addr)
 
 static int before_wait(void *addr)
 {
-    (void) addr;
-    return MPII_Tnbc_holds_global_lock()? MPIR_PAGEGUARD_CANNOT_WAIT : MPIR_PAGEGUARD_WAIT;
+    if (!MPII_Tnbc_holds_global_lock())
+        return MPIR_PAGEGUARD_WAIT;
+    /* the application's frames, live, are above the MPI routine's; below it, MPICH's */
+    uintptr_t app_frames = MPIR_Tnbc_app_frames;
+    return (app_frames && (uintptr_t) addr < app_frames) ? MPIR_PAGEGUARD_CANNOT_WAIT_NEW_FRAME :
+        MPIR_PAGEGUARD_CANNOT_WAIT;
 }
 
 /* ---- start and stop ---- */
@@ -485,6 +490,7 @@ static void fork_prepare(void)
 {
     if (!engine.started || MPII_Tnbc_holds_global_lock())
         return;
+    MPIR_TNBC_NOTE_APP_FRAMES();
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     fork_holds_lock = 1;
     int mpi_errno = MPIR_Tnbc_settle_all();

@@ -42,18 +42,21 @@ int MPIR_Tnbc_settle_range(const void *addr, size_t len)
     return settle_until(range_clear_cond, &r);
 }
 
-/* Called before the argument checks: comm_ptr is not validated yet (a wrong size only settles
- * more or less than needed; the checks that follow report the error). */
+/* Called before the argument checks: comm_ptr is not validated yet. A handle of a freed
+ * communicator points to a pooled object with no references, whose topology is gone: nothing
+ * is settled, and the checks that follow report the error. */
 int MPIR_Tnbc_settle_comm_array(const void *array, size_t elem_size, MPIR_Comm * comm_ptr,
                                 int which)
 {
     int n;
 
-    if (!comm_ptr || !array)
+    if (!comm_ptr || !array || MPIR_Object_get_ref(comm_ptr) <= 0)
         return MPI_SUCCESS;
     if (which == MPIR_TNBC_ARRAY_GROUP) {
         n = (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) ? comm_ptr->remote_size :
             comm_ptr->local_size;
+    } else if (which == MPIR_TNBC_ARRAY_LOCAL_GROUP) {
+        n = comm_ptr->local_size;
     } else {
         int indegree, outdegree, weighted;
         if (!MPIR_Topology_get(comm_ptr) ||
