@@ -24,12 +24,22 @@ extern MPL_TLS const void *MPIR_Tnbc_user_caller;
 /* Read by the page-guard handler: no lazy allocation of this thread's copy. */
 #define MPIR_TNBC_TLS_SIGNAL_SAFE __attribute__ ((tls_model("initial-exec")))
 /* Where the application's frames end on this thread's stack: the frame of the MPI routine it
- * called last. A fault under MPICH's lock below it is on a frame pushed since (the buffer's
- * frame has returned: its page is given up); at or above it, on a live one (the process
- * aborts rather than drop data). */
+ * is in (the bindings are exported functions, never inlined into the application). A fault
+ * under MPICH's lock below it is on a frame pushed since (the buffer's frame has returned: its
+ * page is given up); at or above it, on a live one (the process aborts rather than drop data).
+ * A binding restores the caller's value on exit, for MPI calls made from user callbacks. The
+ * fence keeps the note before the binding's accesses to user memory. */
 extern MPL_TLS uintptr_t MPIR_Tnbc_app_frames MPIR_TNBC_TLS_SIGNAL_SAFE;
-#define MPIR_TNBC_NOTE_APP_FRAMES() \
-    (MPIR_Tnbc_app_frames = (uintptr_t) __builtin_frame_address(0))
+#define MPIR_TNBC_APP_FRAMES_DECL \
+    uintptr_t tnbc_outer_app_frames = __atomic_load_n(&MPIR_Tnbc_app_frames, __ATOMIC_RELAXED)
+#define MPIR_TNBC_NOTE_APP_FRAMES()                                             \
+    do {                                                                        \
+        __atomic_store_n(&MPIR_Tnbc_app_frames, (uintptr_t) __builtin_frame_address(0), \
+                         __ATOMIC_RELAXED);                                     \
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);                                \
+    } while (0)
+#define MPIR_TNBC_RESTORE_APP_FRAMES() \
+    __atomic_store_n(&MPIR_Tnbc_app_frames, tnbc_outer_app_frames, __ATOMIC_RELAXED)
 
 int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype);
 int MPIR_Tnbc_settle_range(const void *addr, size_t len);

@@ -776,10 +776,8 @@ START_TEST(shared_mapping_refused_for_send)
 }
 END_TEST
 
-/* Window memory (exposed) is refused for both kinds while exposed, by any overlap; each
- * owner's ranges go with it, and a range exposed twice stays until both are gone. */
-/* Lookups outside the pages of all registered regions return at once: the bounds follow
- * the regions, and are forgotten when the last one goes. */
+/* Lookups first compare with the span of all registered regions, which grows and shrinks with
+ * them: each region's pages are still found as others come and go. */
 START_TEST(guarded_pages_follow_regions)
 {
     char *a = map_pages(4), *b = map_pages(4);
@@ -794,6 +792,10 @@ START_TEST(guarded_pages_follow_regions)
     MPIR_Pageguard_unregister(ra);
     ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(a, len, MPIR_PAGEGUARD_COUNT), 0);
     ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(b + 3 * ps, 1, MPIR_PAGEGUARD_COUNT), 1);
+    ck_assert_int_eq(MPIR_Pageguard_register(a, len, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0, &ra),
+                     MPIR_PAGEGUARD_OK);     /* the span had shrunk to b's pages */
+    ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(a + 2 * ps, 2 * ps, MPIR_PAGEGUARD_COUNT), 2);
+    MPIR_Pageguard_unregister(ra);
     MPIR_Pageguard_unregister(rb);
     ck_assert_uint_eq(MPIR_Pageguard_guarded_pages(b, len, MPIR_PAGEGUARD_COUNT), 0);
     ck_assert_int_eq(MPIR_Pageguard_register(a, len, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0, &ra),
@@ -805,6 +807,8 @@ START_TEST(guarded_pages_follow_regions)
 }
 END_TEST
 
+/* Window memory (exposed) is refused for both kinds while exposed, by any overlap; each
+ * owner's ranges go with it, and a range exposed twice stays until both are gone. */
 START_TEST(exposed_memory_is_refused)
 {
     char *mem = map_pages(8);

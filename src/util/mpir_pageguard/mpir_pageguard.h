@@ -84,8 +84,8 @@ typedef struct {
     size_t staging_cache;
 } MPIR_Pageguard_config_t;
 
-#define MPIR_PAGEGUARD_WAIT        0
-#define MPIR_PAGEGUARD_CANNOT_WAIT 1
+#define MPIR_PAGEGUARD_WAIT                  0
+#define MPIR_PAGEGUARD_CANNOT_WAIT           1
 #define MPIR_PAGEGUARD_CANNOT_WAIT_NEW_FRAME 2
 
 /* Region flags */

@@ -122,7 +122,8 @@ static void count_refusal(int rc)
     pthread_mutex_unlock(&MPII_pageguard.lock);
 }
 
-/* Under lock, before the slot becomes active: a lookup outside the span finds nothing. */
+/* The pages of all taken slots lie in [span_lo, span_hi): a lookup outside finds nothing.
+ * Under lock; grown before a slot becomes active, shrunk after one is given back. */
 static void extend_span(uintptr_t lo, uintptr_t hi)
 {
     if (MPII_pageguard.slots_taken++ > 0) {
@@ -131,6 +132,24 @@ static void extend_span(uintptr_t lo, uintptr_t hi)
         lo = lo < old_lo ? lo : old_lo;
         hi = hi > old_hi ? hi : old_hi;
     }
+    atomic_store(&MPII_pageguard.span_lo, lo);
+    atomic_store(&MPII_pageguard.span_hi, hi);
+}
+
+static void shrink_span(void)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    size_t ps = MPII_pageguard.pagesize;
+    MPII_pageguard.slots_taken--;
+    for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
+        const MPIR_Pageguard_region_t *r = MPII_pageguard.slots[i].region;
+        if (!r)
+            continue;
+        lo = r->gbase < lo ? r->gbase : lo;
+        hi = r->gbase + r->npages * ps > hi ? r->gbase + r->npages * ps : hi;
+    }
+    if (hi == 0)
+        lo = 0;
     atomic_store(&MPII_pageguard.span_lo, lo);
     atomic_store(&MPII_pageguard.span_hi, hi);
 }
@@ -151,10 +170,7 @@ static void retire_slot(MPIR_Pageguard_region_t * r)
     r->maps_reserved = 0;
     MPII_pageguard.slots[r->slot].region = NULL;
     atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_FREE);
-    if (--MPII_pageguard.slots_taken == 0) {
-        atomic_store(&MPII_pageguard.span_lo, 0);
-        atomic_store(&MPII_pageguard.span_hi, 0);
-    }
+    shrink_span();
     r->slot = -1;
     pthread_mutex_unlock(&MPII_pageguard.lock);
 }

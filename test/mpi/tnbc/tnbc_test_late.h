@@ -14,19 +14,19 @@
 #include <unistd.h>
 
 /* Element i of the block from rank from to rank to. */
-static int tnbc_value(int from, int to, int i)
+static inline int tnbc_value(int from, int to, int i)
 {
     return from * 1000003 + to * 101 + i;
 }
 
-static void tnbc_fill(int *sbuf, int count, int rank, int size)
+static inline void tnbc_fill(int *sbuf, int count, int rank, int size)
 {
     for (int p = 0; p < size; p++)
         for (int i = 0; i < count; i++)
             sbuf[p * count + i] = tnbc_value(rank, p, i);
 }
 
-static void tnbc_alltoall_late(const int *sbuf, int *rbuf, int count, int rank, int size)
+static inline void tnbc_alltoall_late(const int *sbuf, int *rbuf, int count, int rank, int size)
 {
     if (rank == size - 1)
         usleep(200 * 1000);

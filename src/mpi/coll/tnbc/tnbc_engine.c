@@ -451,7 +451,7 @@ static int before_wait(void *addr)
     if (!MPII_Tnbc_holds_global_lock())
         return MPIR_PAGEGUARD_WAIT;
     /* the application's frames, live, are above the MPI routine's; below it, MPICH's */
-    uintptr_t app_frames = MPIR_Tnbc_app_frames;
+    uintptr_t app_frames = __atomic_load_n(&MPIR_Tnbc_app_frames, __ATOMIC_RELAXED);
     return (app_frames && (uintptr_t) addr < app_frames) ? MPIR_PAGEGUARD_CANNOT_WAIT_NEW_FRAME :
         MPIR_PAGEGUARD_CANNOT_WAIT;
 }
