@@ -79,8 +79,8 @@ typedef struct {
     size_t map_budget, maps_in_use;
     MPII_Pageguard_slot_t slots[MPII_PAGEGUARD_MAX_REGIONS];
     _Atomic int live_regions;   /* slots ACTIVE: the allocator wrappers' one check */
-    int slots_taken;            /* under lock */
-    _Atomic uintptr_t span_lo, span_hi; /* the pages of all taken slots lie in [lo, hi) */
+    _Atomic uintptr_t span_lo, span_hi; /* the pages of all taken slots lie in [lo, hi);
+                                         * empty when hi is 0; changed under lock */
     _Atomic unsigned long changes;      /* pages released or forgotten, regions removed */
 
     _Atomic unsigned long faults, foreign_faults, replaced, mprotect_calls;

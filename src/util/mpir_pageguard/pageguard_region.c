@@ -126,9 +126,9 @@ static void count_refusal(int rc)
  * Under lock; grown before a slot becomes active, shrunk after one is given back. */
 static void extend_span(uintptr_t lo, uintptr_t hi)
 {
-    if (MPII_pageguard.slots_taken++ > 0) {
-        uintptr_t old_lo = atomic_load(&MPII_pageguard.span_lo);
-        uintptr_t old_hi = atomic_load(&MPII_pageguard.span_hi);
+    uintptr_t old_lo = atomic_load(&MPII_pageguard.span_lo);
+    uintptr_t old_hi = atomic_load(&MPII_pageguard.span_hi);
+    if (old_hi > 0) {   /* not empty */
         lo = lo < old_lo ? lo : old_lo;
         hi = hi > old_hi ? hi : old_hi;
     }
@@ -140,7 +140,6 @@ static void shrink_span(void)
 {
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     size_t ps = MPII_pageguard.pagesize;
-    MPII_pageguard.slots_taken--;
     for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
         const MPIR_Pageguard_region_t *r = MPII_pageguard.slots[i].region;
         if (!r)
