@@ -260,10 +260,7 @@ int main(int argc, char **argv)
     MPI_T_pvar_session_create(&pvars);
     late = size - 1;
     size_t len = (size_t) size * COUNT * sizeof(int);
-    int *sbuf = malloc(len), *rbuf;
-    /* page aligned: the late block (the last) is whole pages, none completed in the call */
-    if (posix_memalign((void **) &rbuf, 4096, len) != 0)
-        MPI_Abort(MPI_COMM_WORLD, 1);
+    int *sbuf = malloc(len), *rbuf = tnbc_page_aligned(len);
 
     alltoallv_counts(sbuf, rbuf);
     type_indexed(sbuf, rbuf);

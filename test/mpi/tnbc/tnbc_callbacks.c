@@ -64,9 +64,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int *sbuf = malloc((size_t) size * COUNT * sizeof(int));
-    /* page aligned: the late block (the last) is whole pages, none completed in the call */
-    if (posix_memalign((void **) &rbuf, 4096, (size_t) size * COUNT * sizeof(int)) != 0)
-        MPI_Abort(MPI_COMM_WORLD, 1);
+    rbuf = tnbc_page_aligned((size_t) size * COUNT * sizeof(int));
 
     /* attribute copy function */
     int keyval;

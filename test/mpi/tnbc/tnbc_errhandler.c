@@ -92,9 +92,7 @@ int main(int argc, char **argv)
     MPI_T_init_thread(MPI_THREAD_SINGLE, &(int) { 0 });
     MPI_T_pvar_session_create(&pvars);
     size_t len = (size_t) size * COUNT * sizeof(int);
-    int *sbuf = malloc(len), *rbuf;
-    if (posix_memalign((void **) &rbuf, 4096, len) != 0)
-        MPI_Abort(MPI_COMM_WORLD, 1);
+    int *sbuf = malloc(len), *rbuf = tnbc_page_aligned(len);
 
     MPI_Errhandler eh;
     MPI_Comm_create_errhandler(comm_handler, &eh);

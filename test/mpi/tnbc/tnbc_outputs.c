@@ -270,10 +270,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     size_t len = (size_t) size * COUNT * sizeof(int);
-    int *sbuf = malloc(len), *rbuf;
-    /* page aligned: the late block (the last) is whole pages, none completed in the call */
-    if (posix_memalign((void **) &rbuf, 4096, len) != 0)
-        MPI_Abort(MPI_COMM_WORLD, 1);
+    int *sbuf = malloc(len), *rbuf = tnbc_page_aligned(len);
 
     for (int k = 0; k < NCASES; k++)
         run_case(k, sbuf, rbuf, "heap");

@@ -90,14 +90,6 @@ static void recv_in_window(const char *what, int *sbuf, int *rbuf, MPI_Win win)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
-static int *aligned(size_t len)
-{
-    void *p;
-    if (posix_memalign(&p, 4096, len) != 0)
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    return p;
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -107,7 +99,7 @@ int main(int argc, char **argv)
     MPI_T_pvar_session_create(&pvars);
     late = size - 1;
     size_t len = (size_t) size * COUNT * sizeof(int);
-    int *sbuf = aligned(len), *rbuf = aligned(len);
+    int *sbuf = tnbc_page_aligned(len), *rbuf = tnbc_page_aligned(len);
     MPI_Win win;
 
     if (size < 3) {

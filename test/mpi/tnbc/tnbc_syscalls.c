@@ -50,10 +50,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int late = size - 1;
     size_t block = COUNT * sizeof(int);
-    int *sbuf = malloc(size * block), *rbuf;
-    /* page aligned: the late block (the last) is whole pages, none completed in the call */
-    if (posix_memalign((void **) &rbuf, 4096, size * block) != 0)
-        MPI_Abort(MPI_COMM_WORLD, 1);
+    int *sbuf = malloc(size * block), *rbuf = tnbc_page_aligned(size * block);
     char *pattern = malloc(block);
     for (size_t i = 0; i < block; i++)
         pattern[i] = (char) (i * 7 + rank);

@@ -11,6 +11,7 @@
 #define TNBC_TEST_LATE_H_INCLUDED
 
 #include <mpi.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 /* Element i of the block from rank from to rank to. */
@@ -24,6 +25,16 @@ static inline void tnbc_fill(int *sbuf, int count, int rank, int size)
     for (int p = 0; p < size; p++)
         for (int i = 0; i < count; i++)
             sbuf[p * count + i] = tnbc_value(rank, p, i);
+}
+
+/* A receive buffer whose blocks are whole pages when count fills pages: none of the late
+ * rank's block then completes in the call. */
+static inline int *tnbc_page_aligned(size_t len)
+{
+    void *p;
+    if (posix_memalign(&p, 4096, len) != 0)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    return p;
 }
 
 static inline void tnbc_alltoall_late(const int *sbuf, int *rbuf, int count, int rank, int size)

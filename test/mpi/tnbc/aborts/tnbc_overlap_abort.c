@@ -28,9 +28,14 @@ int main(int argc, char **argv)
     if (size != 2)
         MPI_Abort(MPI_COMM_WORLD, 1);
     size_t len = 2 * COUNT * sizeof(int);
-    int *sbuf = malloc(len), *rbuf;
+    int *sbuf = malloc(len);
+#ifdef TNBC_RBUF_IN_FRAME
+    int frame_rbuf[2 * COUNT] __attribute__ ((aligned(4096))), *rbuf = frame_rbuf;
+#else
+    int *rbuf;
     if (posix_memalign((void **) &rbuf, 4096, len) != 0)
         MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
     for (int i = 0; i < 2 * COUNT; i++)
         sbuf[i] = rank;
 
@@ -48,7 +53,9 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf(" No Errors\n");
     free(sbuf);
+#ifndef TNBC_RBUF_IN_FRAME
     free(rbuf);
+#endif
     MPI_Finalize();
     return 0;
 }
