@@ -23,6 +23,8 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_policy.c \
     src/mpi/coll/tnbc/tnbc_priority.c \
     src/mpi/coll/tnbc/tnbc_reduce.c \
+    src/mpi/coll/tnbc/tnbc_reorder_merge.c \
+    src/mpi/coll/tnbc/tnbc_rmplan.c \
     src/mpi/coll/tnbc/tnbc_sched.c \
     src/mpi/coll/tnbc/tnbc_sched_reduce.c \
     src/mpi/coll/tnbc/tnbc_settle.c \
@@ -34,4 +36,5 @@ noinst_HEADERS += \
     src/mpi/coll/tnbc/tnbc_impl.h \
     src/mpi/coll/tnbc/tnbc_policy.h \
     src/mpi/coll/tnbc/tnbc_priority.h \
+    src/mpi/coll/tnbc/tnbc_rmplan.h \
     src/mpi/coll/tnbc/tnbc_sched.h

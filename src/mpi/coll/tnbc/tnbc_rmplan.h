@@ -1,0 +1,107 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Reorder + merge planning for irregular exchanges (Alltoallv and its kin).
+ *
+ * Reorder: a sender's messages are sorted by node-pair distance |node(peer) - node(me)|
+ * (nearest or farthest first), then by pair weight max(bytes the source sends in all, bytes the
+ * target receives in all), heaviest first, so that the messages of one node pair are adjacent.
+ * Merge: the messages for one remote node travel as one stream of aggregates whose payloads grow
+ * by alpha = 1.5 + log2(max(out-degree of the source node, in-degree of the target node)) in the
+ * node graph, so busy node pairs merge more; a message may be split across aggregates.
+ * Aggregates describe themselves (a header of fragments), so the receiver needs no plan.
+ *
+ * Pure C: no MPICH includes, unit-tested with Check. */
+
+#ifndef TNBC_RMPLAN_H_INCLUDED
+#define TNBC_RMPLAN_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MPIR_TNBC_RM_OK            0
+#define MPIR_TNBC_RM_ERR_NOMEM    -1
+#define MPIR_TNBC_RM_ERR_FORMAT   -2    /* a received aggregate or directory is malformed */
+
+typedef enum {
+    MPIR_TNBC_RM_ORDER_RING,    /* peers me+1, me+2, ... as MPICH's scattered algorithm */
+    MPIR_TNBC_RM_ORDER_NEAR_FIRST,      /* the paper's text: short node distance first */
+    MPIR_TNBC_RM_ORDER_FAR_FIRST        /* the paper's pseudo-code: the larger distance first */
+} MPIR_Tnbc_rm_order_t;
+
+/* One message as its sender sees it. */
+typedef struct {
+    int peer;                   /* rank in the communicator */
+    int node;                   /* the peer's node, 0..nnodes-1 */
+    size_t bytes;
+    int64_t weight;             /* max(sender's total, peer's total received) */
+} MPIR_Tnbc_rm_msg_t;
+
+/* Sorts msgs for a sender on my_node with rank my_rank in a communicator of comm_size. Ties
+ * (and MPIR_TNBC_RM_ORDER_RING) fall back to ring order from my_rank, so that concurrent
+ * senders start on different targets. */
+void MPIR_Tnbc_rm_order(MPIR_Tnbc_rm_msg_t * msgs, int n, int my_node, int my_rank,
+                        int comm_size, MPIR_Tnbc_rm_order_t order);
+
+/* The growth factor of node pair (a, b): node_bytes is the node graph (row = source node). */
+double MPIR_Tnbc_rm_alpha(const int64_t * node_bytes, int nnodes, int a, int b);
+
+/* A stream's split into aggregates: aggregate a holds frags[first[a] .. first[a+1]). */
+typedef struct {
+    int msg;                    /* index into the stream's messages */
+    size_t off, len;            /* byte range of that message */
+} MPIR_Tnbc_rm_frag_t;
+
+typedef struct {
+    int nagg, nfrag;
+    int *first;                 /* nagg + 1 entries */
+    MPIR_Tnbc_rm_frag_t *frags;
+} MPIR_Tnbc_rm_split_t;
+
+/* Splits messages of bytes[0..n) (in stream order) into aggregates of first_bytes, then alpha
+ * times the previous payload, never more than cap bytes. Zero-byte messages are skipped; a
+ * stream with no bytes has one empty aggregate (the receiver always expects one). */
+int MPIR_Tnbc_rm_split(const size_t * bytes, int n, size_t first_bytes, double alpha, size_t cap,
+                       MPIR_Tnbc_rm_split_t * split);
+void MPIR_Tnbc_rm_split_free(MPIR_Tnbc_rm_split_t * split);
+
+/* Aggregate wire format: a header {nfrag, final}, nfrag fragment descriptors, then the
+ * fragments' payloads in descriptor order. */
+typedef struct {
+    int64_t dst;                /* target rank */
+    uint64_t total;             /* the whole message's bytes */
+    uint64_t off, len;          /* this fragment */
+} MPIR_Tnbc_rm_wire_frag_t;
+
+size_t MPIR_Tnbc_rm_header_bytes(int nfrag);
+/* Writes the header; returns where the payload starts. */
+char *MPIR_Tnbc_rm_write_header(char *buf, int nfrag, int final,
+                                const MPIR_Tnbc_rm_wire_frag_t * frags);
+/* Checks that buf[0, len) is a well-formed aggregate of at most max_frag fragments whose
+ * payloads fit; sets its parts. */
+int MPIR_Tnbc_rm_read_header(const char *buf, size_t len, int max_frag, int *nfrag, int *final,
+                             const MPIR_Tnbc_rm_wire_frag_t ** frags, const char **payload);
+
+/* A forwarder's message to one process of its node: a directory {n, then n x (source, bytes)}
+ * followed by the payloads in directory order. */
+size_t MPIR_Tnbc_rm_directory_bytes(int n);
+int MPIR_Tnbc_rm_read_directory(const char *buf, size_t len, int *n, const int64_t ** entries,
+                                const char **payload);
+
+/* A signature of a process's counts: plans made for one signature are reused for it. */
+uint64_t MPIR_Tnbc_rm_signature(const size_t * send_bytes, const size_t * recv_bytes, int n);
+
+/* The key of the plan a communicator keeps: the counts' signature and the node graph it was
+ * made with. */
+typedef struct {
+    int valid;
+    uint64_t sig, graph_gen;
+    uint64_t hits, misses;
+} MPIR_Tnbc_rm_cache_t;
+
+/* 1 if the kept plan is for (sig, graph_gen); else 0, and the key becomes (sig, graph_gen). */
+int MPIR_Tnbc_rm_cache_lookup(MPIR_Tnbc_rm_cache_t * cache, uint64_t sig, uint64_t graph_gen);
+
+#endif /* TNBC_RMPLAN_H_INCLUDED */
