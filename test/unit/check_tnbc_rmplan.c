@@ -4,7 +4,8 @@
  */
 
 /* Unit tests of reorder + merge planning (tnbc_rmplan.c): message order, growth factor,
- * aggregate windows, the aggregate and directory formats, the plan cache. */
+ * aggregate windows, the aggregate and directory formats (with direct announcements), the plan
+ * cache. */
 
 #include "tnbc_rmplan.h"
 
@@ -218,6 +219,44 @@ START_TEST(directory_round_trip_and_bad_ones)
 }
 END_TEST
 
+START_TEST(direct_announcements_carry_no_payload)
+{
+    MPIR_Tnbc_rm_wire_frag_t wf[2] = {
+        {.dst = 3,.total = 1 << 20,.off = MPIR_TNBC_RM_DIRECT_OFF,.len = 0},
+        {.dst = 4,.total = 8,.off = 0,.len = 8}
+    };
+    char buf[256];
+    char *p = MPIR_Tnbc_rm_write_header(buf, 2, 1, wf);
+    memcpy(p, "abcdefgh", 8);
+    size_t len = MPIR_Tnbc_rm_header_bytes(2) + 8;
+    int nfrag, final;
+    const MPIR_Tnbc_rm_wire_frag_t *rf;
+    const char *in;
+    ck_assert_int_eq(MPIR_Tnbc_rm_read_header(buf, len, 4, &nfrag, &final, &rf, &in),
+                     MPIR_TNBC_RM_OK);
+    ck_assert_int_eq(nfrag, 2);
+    ck_assert(rf[0].off == MPIR_TNBC_RM_DIRECT_OFF && rf[0].total == 1 << 20);
+    ck_assert(memcmp(in, "abcdefgh", 8) == 0);
+    /* an announcement with a payload is malformed */
+    wf[0].len = 8;
+    MPIR_Tnbc_rm_write_header(buf, 2, 1, wf);
+    ck_assert_int_eq(MPIR_Tnbc_rm_read_header(buf, len + 8, 4, &nfrag, &final, &rf, &in),
+                     MPIR_TNBC_RM_ERR_FORMAT);
+
+    /* a directory entry of -(bytes + 1) announces a direct message and has no payload */
+    int64_t dir[6] = { 2, 7, -(1 << 20) - 1, 9, 8, 0x4142434445464748 };
+    int n;
+    const int64_t *e;
+    const char *payload;
+    ck_assert_int_eq(MPIR_Tnbc_rm_read_directory((char *) dir, sizeof(dir), &n, &e, &payload),
+                     MPIR_TNBC_RM_OK);
+    ck_assert_ptr_eq(payload, (char *) &dir[5]);
+    dir[2] = INT64_MIN;
+    ck_assert_int_eq(MPIR_Tnbc_rm_read_directory((char *) dir, sizeof(dir), &n, &e, &payload),
+                     MPIR_TNBC_RM_ERR_FORMAT);
+}
+END_TEST
+
 START_TEST(plan_cache_hits_until_counts_or_graph_change)
 {
     size_t sb[4] = { 1, 2, 3, 4 }, rb[4] = { 4, 3, 2, 1 };
@@ -255,6 +294,7 @@ int main(void)
     tcase_add_test(tc, small_messages_share_one_aggregate);
     tcase_add_test(tc, pack_unpack_round_trip);
     tcase_add_test(tc, directory_round_trip_and_bad_ones);
+    tcase_add_test(tc, direct_announcements_carry_no_payload);
     tcase_add_test(tc, plan_cache_hits_until_counts_or_graph_change);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -6,9 +6,10 @@
 /* MPI_Alltoallv through whichever algorithm the environment selects (the testlist runs the
  * reorder, merge and reorder_merge algorithms on fake nodes, MPIR_CVAR_NUM_CLIQUES): uniform,
  * skewed, stencil, random sparse, many small, all-zero and large exchanges, counts that change
- * from call to call, a receive type with holes, MPI_IN_PLACE (a fallback), the same exchange on a
- * split communicator, and a sender that sends more than its receiver takes (MPI_ERR_TRUNCATE
- * at that receiver, as stock gives; the next call is clean). */
+ * from call to call, send and receive types with holes, MPI_IN_PLACE (a fallback), the same
+ * exchange on a split communicator, and a sender that sends more than its receiver takes
+ * (MPI_ERR_TRUNCATE at that receiver, as stock gives; the next call is clean), and one that
+ * sends fewer than its receiver takes (accepted, as stock does). */
 
 #include "mpitest.h"
 #include <stdio.h>
@@ -55,7 +56,8 @@ static int value(int src, int dst, int i)
     return src * 1000003 + dst * 7919 + i;
 }
 
-/* One exchange; the receive type puts element i at int 2i and must leave the odd ints alone */
+/* One exchange. holes & 1: the receive type puts element i at int 2i and must leave the odd
+ * ints alone; holes & 2: the send type takes element i from int 2i */
 static int exchange(MPI_Comm comm, int pattern, int iter, int holes)
 {
     int rank, size, errs = 0;
@@ -74,21 +76,26 @@ static int exchange(MPI_Comm comm, int pattern, int iter, int holes)
         rd[p] = rtot;
         rtot += rc[p];
     }
-    int *sbuf = malloc((stot + 1) * sizeof(int)), *rbuf = malloc((2 * rtot + 1) * sizeof(int));
+    int sstride = (holes & 2) ? 2 : 1;
+    int *sbuf = malloc((2 * stot + 1) * sizeof(int)), *rbuf = malloc((2 * rtot + 1) * sizeof(int));
+    for (int i = 0; i < 2 * stot + 1; i++)
+        sbuf[i] = -9;
     for (int p = 0; p < size; p++)
         for (int i = 0; i < sc[p]; i++)
-            sbuf[sd[p] + i] = value(rank, p, i);
+            sbuf[sstride * (sd[p] + i)] = value(rank, p, i);
     for (int i = 0; i < 2 * rtot + 1; i++)
         rbuf[i] = -7;
 
-    MPI_Datatype rtype = MPI_INT;
-    if (holes) {
-        MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &rtype);
-        MPI_Type_commit(&rtype);
-    }
-    MPI_Alltoallv(sbuf, sc, sd, MPI_INT, rbuf, rc, rd, rtype, comm);
+    MPI_Datatype strided, rtype = MPI_INT, stype = MPI_INT;
+    MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &strided);
+    MPI_Type_commit(&strided);
+    if (holes & 1)
+        rtype = strided;
+    if (holes & 2)
+        stype = strided;
+    MPI_Alltoallv(sbuf, sc, sd, stype, rbuf, rc, rd, rtype, comm);
 
-    int stride = holes ? 2 : 1;
+    int stride = (holes & 1) ? 2 : 1;
     for (int p = 0; p < size; p++) {
         for (int i = 0; i < rc[p]; i++) {
             int got = rbuf[stride * (rd[p] + i)], want = value(p, rank, i);
@@ -97,12 +104,11 @@ static int exchange(MPI_Comm comm, int pattern, int iter, int holes)
                         names[pattern], iter, p, i, got, want);
         }
     }
-    if (holes)
+    if (holes & 1)
         for (int i = 1; i < 2 * rtot; i += 2)
             if (rbuf[i] != -7 && errs++ < 5)
                 fprintf(stderr, "rank %d %s: hole %d written\n", rank, names[pattern], i);
-    if (holes)
-        MPI_Type_free(&rtype);
+    MPI_Type_free(&strided);
     free(sc);
     free(sd);
     free(rc);
@@ -136,7 +142,7 @@ static int in_place(MPI_Comm comm)
     return errs;
 }
 
-/* rank 0 sends 50 ints to the last rank, which takes 10 */
+/* rank 0 sends 50 ints to the last rank, which takes 10; then 20 where it takes 50 */
 static int truncation(MPI_Comm comm)
 {
     int rank, size, errs = 0;
@@ -145,11 +151,11 @@ static int truncation(MPI_Comm comm)
     int *sc = calloc(size, sizeof(int)), *rc = calloc(size, sizeof(int));
     int *zd = calloc(size, sizeof(int));
     int sbuf[50] = { 0 }, rbuf[50];
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     if (rank == 0)
         sc[size - 1] = 50;
     if (rank == size - 1)
         rc[0] = 10;
-    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     int rc_call = MPI_Alltoallv(sbuf, sc, zd, MPI_INT, rbuf, rc, zd, MPI_INT, comm);
     int cls = MPI_SUCCESS;
     MPI_Error_class(rc_call, &cls);
@@ -159,6 +165,24 @@ static int truncation(MPI_Comm comm)
     } else if (rank != size - 1 && rank != 0 && cls != MPI_SUCCESS) {
         fprintf(stderr, "rank %d: error class %d in a truncation elsewhere\n", rank, cls);
         errs++;
+    }
+
+    /* and fewer than it takes (erroneous but accepted by stock MPICH: the data arrives) */
+    int short_send[20];
+    for (int i = 0; i < 20; i++)
+        short_send[i] = value(0, size - 1, i);
+    if (rank == 0)
+        sc[size - 1] = 20;
+    if (rank == size - 1)
+        rc[0] = 50;
+    rc_call = MPI_Alltoallv(short_send, sc, zd, MPI_INT, rbuf, rc, zd, MPI_INT, comm);
+    if (rc_call != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: a short message gave an error\n", rank);
+        errs++;
+    } else if (rank == size - 1) {
+        for (int i = 0; i < 20; i++)
+            if (rbuf[i] != value(0, size - 1, i) && errs++ < 5)
+                fprintf(stderr, "rank %d: short message int %d is %d\n", rank, i, rbuf[i]);
     }
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
     free(sc);
@@ -181,6 +205,8 @@ int main(int argc, char **argv)
         errs += exchange(MPI_COMM_WORLD, SPARSE, iter / 2, 0);
     errs += exchange(MPI_COMM_WORLD, SKEWED, 0, 1);
     errs += exchange(MPI_COMM_WORLD, SPARSE, 3, 1);
+    errs += exchange(MPI_COMM_WORLD, LARGE, 0, 2);
+    errs += exchange(MPI_COMM_WORLD, SPARSE, 2, 3);
     errs += in_place(MPI_COMM_WORLD);
 
     MPI_Comm half;

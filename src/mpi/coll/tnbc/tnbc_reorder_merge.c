@@ -49,6 +49,17 @@ cvars:
         Payload of the first aggregate of a merged stream; each next one is alpha times larger
         (alpha = 1.5 + log2 of the larger node degree of the pair).
 
+    - name        : MPIR_CVAR_TNBC_RM_MERGE_MAX
+      category    : TNBC
+      type        : int
+      default     : 65536
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        The merge algorithms merge messages to other nodes of at most this many bytes; larger
+        ones go directly (forwarding them would cost a copy and a hop for no saved latency).
+
     - name        : MPIR_CVAR_TNBC_RM_AGGREGATE_MAX
       category    : TNBC
       type        : int
@@ -83,6 +94,7 @@ typedef struct {
     uint64_t calls;
     int nnodes;
     int *node_of;               /* node index of every rank */
+    int *node_start, *node_ranks;       /* the ranks of each node, ascending */
     int64_t *graph;             /* recv_total[size], then node_bytes[nnodes * nnodes] */
     uint64_t graph_gen;
     MPIR_Tnbc_rm_cache_t cache;
@@ -96,6 +108,8 @@ static int rm_delete_fn(MPI_Comm comm, int keyval, void *attr_val, void *extra)
 {
     MPII_Rm_comm_t *st = attr_val;
     MPL_free(st->node_of);
+    MPL_free(st->node_start);
+    MPL_free(st->node_ranks);
     MPL_free(st->graph);
     MPL_free(st->msgs);
     MPL_free(st);
@@ -134,6 +148,22 @@ static int map_nodes(MPIR_Comm * comm, MPII_Rm_comm_t * st)
         st->node_of[r] = k;
     }
     MPL_free(ids);
+
+    /* the ranks of each node, ascending: node b's are node_ranks[node_start[b] ..
+     * node_start[b + 1]) */
+    st->node_start = MPL_calloc(st->nnodes + 1, sizeof(int), MPL_MEM_COLL);
+    st->node_ranks = MPL_malloc(size * sizeof(int), MPL_MEM_COLL);
+    if (!st->node_start || !st->node_ranks)
+        return MPI_ERR_NO_MEM;
+    for (int r = 0; r < size; r++)
+        st->node_start[st->node_of[r] + 1]++;
+    for (int b = 0; b < st->nnodes; b++)
+        st->node_start[b + 1] += st->node_start[b];
+    for (int r = 0, *fill = st->node_start; r < size; r++)
+        st->node_ranks[fill[st->node_of[r]]++] = r;
+    for (int b = st->nnodes; b > 0; b--)       /* the fill moved every start one node up */
+        st->node_start[b] = st->node_start[b - 1];
+    st->node_start[0] = 0;
     return MPI_SUCCESS;
 }
 
@@ -156,7 +186,7 @@ static int get_state(MPIR_Comm * comm, MPII_Rm_comm_t ** out)
         MPIR_ERR_CHKANDJUMP(!st, mpi_errno, MPI_ERR_OTHER, "**nomem");
         mpi_errno = map_nodes(comm, st);
         if (mpi_errno) {
-            MPL_free(st);
+            rm_delete_fn(MPI_COMM_NULL, rm_keyval, st, NULL);
             MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**nomem");
         }
         MPII_Keyval_get_ptr(rm_keyval, keyval_ptr);
@@ -177,7 +207,7 @@ static int get_state(MPIR_Comm * comm, MPII_Rm_comm_t ** out)
 typedef struct {
     MPIR_Comm *comm;
     int rank, size, my_node, nlocal, my_local;
-    int *local;                 /* ranks of my node, ascending */
+    const int *local;           /* ranks of my node, ascending */
     MPII_Rm_comm_t *st;
     const char *sendbuf;
     const MPI_Aint *sendcounts, *sdispls;
@@ -188,7 +218,9 @@ typedef struct {
     MPI_Aint sext, rext, send_true_lb;
     int send_contig;
     size_t *sbytes, *rbytes;
-    size_t cap, hdr_max;
+    size_t cap, hdr_max, merge_max;
+    int *direct_req;            /* per source: index of its direct receive in reqs, or -1 */
+    int *own;                   /* per source whose forwarder I am: what came for me */
     MPIR_Request **reqs;        /* everything MPIC_Waitall completes */
     int nreq, reqcap;
     char **bufs;                /* freed at the end */
@@ -196,6 +228,12 @@ typedef struct {
     MPIR_Errflag_t *errflag;
     int mpi_errno_ret;
 } MPII_Rm_call_t;
+
+/* What a forwarder saw of a source's message for one process of its node. */
+#define MPII_RM_NONE   0        /* nothing */
+#define MPII_RM_MERGED 1        /* merged data (unpacked, or kept in a slot) */
+#define MPII_RM_DIRECT 2        /* an announcement: the sender sends it directly */
+#define MPII_RM_TAKEN  3        /* merged data for me, already unpacked */
 
 static void note_error(MPII_Rm_call_t * c, int mpi_errno)
 {
@@ -236,18 +274,12 @@ static char *new_buf(MPII_Rm_call_t * c, size_t bytes)
     return p;
 }
 
-/* The process of node `node` that receives the stream of `sender`. */
+/* The process of node `node` that receives the stream of `sender`: the node's processes take
+ * the senders in turn. */
 static int forwarder_of(MPII_Rm_call_t * c, int sender, int node)
 {
-    int n = 0, pick = -1;
-    for (int r = 0; r < c->size; r++)
-        if (c->st->node_of[r] == node)
-            n++;
-    int want = sender % n;
-    for (int r = 0; r < c->size && pick < 0; r++)
-        if (c->st->node_of[r] == node && want-- == 0)
-            pick = r;
-    return pick;
+    const int *start = c->st->node_start;
+    return c->st->node_ranks[start[node] + sender % (start[node + 1] - start[node])];
 }
 
 /* The node graph: every process adds its row; an Allreduce sums them. */
@@ -316,6 +348,7 @@ static void post_direct_recv(MPII_Rm_call_t * c, int p)
         note_error(c, MPI_ERR_NO_MEM);
         return;
     }
+    c->direct_req[p] = (int) (r - c->reqs);
     note_error(c, MPIC_Irecv(c->recvbuf + c->rdispls[p] * c->rext, c->recvcounts[p],
                              c->recvtype, p, MPII_RM_DIRECT_TAG, c->comm, r));
 }
@@ -338,16 +371,23 @@ typedef struct {
     int n;                      /* messages, in plan order */
     int *peers;
     size_t *bytes;
+    int nd;                     /* messages sent directly, announced in aggregate 0 */
+    int *direct_peers;
+    size_t *direct_bytes;
     char **staged;              /* non-contiguous send type: each message packed whole */
     MPIR_Tnbc_rm_split_t split;
 } MPII_Rm_stream_t;
 
 static void send_aggregate(MPII_Rm_call_t * c, MPII_Rm_stream_t * s, int a)
 {
-    int f0 = s->split.first[a], nf = s->split.first[a + 1] - f0;
-    MPIR_Tnbc_rm_wire_frag_t wf[nf > 0 ? nf : 1];
+    int f0 = s->split.first[a], nf = s->split.first[a + 1] - f0, nd = (a == 0) ? s->nd : 0;
+    MPIR_Tnbc_rm_wire_frag_t wf[nf + nd > 0 ? nf + nd : 1];
     size_t payload = 0;
 
+    for (int k = 0; k < nd; k++)
+        wf[nf + k] = (MPIR_Tnbc_rm_wire_frag_t) {.dst = s->direct_peers[k],
+            .total = s->direct_bytes[k],.off = MPIR_TNBC_RM_DIRECT_OFF,.len = 0
+        };
     for (int k = 0; k < nf; k++) {
         const MPIR_Tnbc_rm_frag_t *f = &s->split.frags[f0 + k];
         wf[k] = (MPIR_Tnbc_rm_wire_frag_t) {.dst = s->peers[f->msg],.total = s->bytes[f->msg],
@@ -355,13 +395,13 @@ static void send_aggregate(MPII_Rm_call_t * c, MPII_Rm_stream_t * s, int a)
         };
         payload += f->len;
     }
-    char *buf = new_buf(c, MPIR_Tnbc_rm_header_bytes(nf) + payload);
+    char *buf = new_buf(c, MPIR_Tnbc_rm_header_bytes(nf + nd) + payload);
     MPIR_Request **r = new_req(c);
     if (!buf || !r) {
         note_error(c, MPI_ERR_NO_MEM);
         return;
     }
-    char *p = MPIR_Tnbc_rm_write_header(buf, nf, a == s->split.nagg - 1, wf);
+    char *p = MPIR_Tnbc_rm_write_header(buf, nf + nd, a == s->split.nagg - 1, wf);
     for (int k = 0; k < nf; k++) {
         int peer = (int) wf[k].dst, msg = s->split.frags[f0 + k].msg;
         MPI_Aint actual;
@@ -427,14 +467,22 @@ static int make_streams(MPII_Rm_call_t * c, MPII_Rm_stream_t ** out, int *nout)
         s[k].peers = MPL_malloc((st->nmsg + 1) * sizeof(int), MPL_MEM_COLL);
         s[k].bytes = MPL_malloc((st->nmsg + 1) * sizeof(size_t), MPL_MEM_COLL);
         s[k].staged = MPL_calloc(st->nmsg + 1, sizeof(char *), MPL_MEM_COLL);
-        if (!s[k].peers || !s[k].bytes || !s[k].staged) {
+        s[k].direct_peers = MPL_malloc((st->nmsg + 1) * sizeof(int), MPL_MEM_COLL);
+        s[k].direct_bytes = MPL_malloc((st->nmsg + 1) * sizeof(size_t), MPL_MEM_COLL);
+        if (!s[k].peers || !s[k].bytes || !s[k].staged || !s[k].direct_peers ||
+            !s[k].direct_bytes) {
             rc = MPI_ERR_NO_MEM;
             break;
         }
         for (int i = 0; i < st->nmsg; i++) {
-            if (st->msgs[i].node == s[k].node) {
+            if (st->msgs[i].node != s[k].node)
+                continue;
+            if (st->msgs[i].bytes <= c->merge_max) {
                 s[k].peers[s[k].n] = st->msgs[i].peer;
                 s[k].bytes[s[k].n++] = st->msgs[i].bytes;
+            } else {
+                s[k].direct_peers[s[k].nd] = st->msgs[i].peer;
+                s[k].direct_bytes[s[k].nd++] = st->msgs[i].bytes;
             }
         }
         double alpha = MPIR_Tnbc_rm_alpha(st->graph + c->size, nn, c->my_node, s[k].node);
@@ -455,6 +503,8 @@ static void free_streams(MPII_Rm_stream_t * s, int ns)
         MPL_free(s[k].peers);
         MPL_free(s[k].bytes);
         MPL_free(s[k].staged);  /* the buffers are the call's */
+        MPL_free(s[k].direct_peers);
+        MPL_free(s[k].direct_bytes);
         MPIR_Tnbc_rm_split_free(&s[k].split);
     }
     MPL_free(s);
@@ -480,9 +530,9 @@ static int post_sends(MPII_Rm_call_t * c, int merge)
     }
     int next = 0;
     for (int i = 0; i < st->nmsg; i++) {
-        if (st->msgs[i].node == c->my_node)
+        if (st->msgs[i].node == c->my_node || st->msgs[i].bytes > c->merge_max)
             post_direct_send(c, st->msgs[i].peer);
-        else if (next < ns && s[next].node == st->msgs[i].node)
+        if (st->msgs[i].node != c->my_node && next < ns && s[next].node == st->msgs[i].node)
             send_aggregate(c, &s[next++], 0);
     }
     for (; next < ns; next++)
@@ -502,6 +552,7 @@ static int post_sends(MPII_Rm_call_t * c, int merge)
 typedef struct {
     char *buf;                  /* assembled message for a process of my node */
     size_t total, got;
+    int64_t direct;             /* announced direct message: its bytes + 1 */
 } MPII_Rm_slot_t;
 
 typedef struct {
@@ -542,8 +593,8 @@ static void unpack_mine(MPII_Rm_call_t * c, int src, const char *data, size_t by
                                       c->recvcounts[src], c->recvtype, 0, &actual));
 }
 
-/* One aggregate of source s arrived: my own messages are unpacked once whole, the others
- * assembled for forwarding. */
+/* One aggregate of source s arrived: my own messages are unpacked when whole and expected,
+ * the others assembled for forwarding; announcements of direct messages are noted. */
 static void take_aggregate(MPII_Rm_call_t * c, MPII_Rm_source_t * s, const char *buf, size_t len)
 {
     int nfrag, final;
@@ -563,16 +614,20 @@ static void take_aggregate(MPII_Rm_call_t * c, MPII_Rm_source_t * s, const char 
                                                __LINE__, MPI_ERR_INTERN, "**fail", NULL));
             continue;
         }
-        if (l == c->my_local && wf[k].total > c->rbytes[s->src]) {
-            note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
-                                               __LINE__, MPI_ERR_TRUNCATE, "**truncate", NULL));
-            continue;
-        }
-        if (l == c->my_local && wf[k].len == wf[k].total) {
-            unpack_mine(c, s->src, payload, wf[k].len);
-            continue;
-        }
         MPII_Rm_slot_t *m = &s->slots[l];
+        int mine = (l == c->my_local);
+        if (wf[k].off == MPIR_TNBC_RM_DIRECT_OFF) {
+            m->direct = (int64_t) wf[k].total + 1;
+            if (mine)
+                c->own[s->src] = MPII_RM_DIRECT;
+            continue;
+        }
+        if (mine && wf[k].len == wf[k].total && wf[k].total <= c->rbytes[s->src] &&
+            c->direct_req[s->src] < 0) {
+            unpack_mine(c, s->src, payload, wf[k].len);
+            c->own[s->src] = MPII_RM_TAKEN;
+            continue;
+        }
         if (!m->buf) {
             m->buf = new_buf(c, wf[k].total);
             m->total = wf[k].total;
@@ -588,12 +643,53 @@ static void take_aggregate(MPII_Rm_call_t * c, MPII_Rm_source_t * s, const char 
         }
         memcpy(m->buf + wf[k].off, payload, wf[k].len);
         m->got += wf[k].len;
+        if (mine)
+            c->own[s->src] = MPII_RM_MERGED;
         /* a fragment may end inside an element: mine are unpacked whole */
-        if (l == c->my_local && m->got == m->total)
+        if (mine && m->got == m->total && m->total <= c->rbytes[s->src] &&
+            c->direct_req[s->src] < 0) {
             unpack_mine(c, s->src, m->buf, m->total);
+            c->own[s->src] = MPII_RM_TAKEN;
+        }
     }
     if (final)
         s->done = 1;
+}
+
+/* What came for me from remote source i (merged data, an announcement, or nothing) against
+ * what I posted for it (a direct receive when it is above the merge limit). Legal programs
+ * agree; otherwise the result is the error stock MPICH gives (a truncation), or an error where
+ * stock would wait for ever, never a hang. */
+static void reconcile(MPII_Rm_call_t * c, int i, int kind, size_t bytes, const char *data)
+{
+    int posted = c->direct_req[i];
+
+    if (kind == MPII_RM_TAKEN)
+        return;
+    if (kind == MPII_RM_DIRECT) {
+        if (posted < 0)
+            post_direct_recv(c, i);     /* above what I take: it completes as a truncation */
+        return;
+    }
+    if (posted >= 0) {
+        /* a direct receive no message will match */
+        MPIR_Request *r = c->reqs[posted];
+        MPID_Cancel_recv(r);
+        MPIR_Wait_impl(r, MPI_STATUS_IGNORE);
+        MPIR_Request_free(r);
+        c->reqs[posted] = NULL;
+        c->direct_req[i] = -1;
+    }
+    if (kind == MPII_RM_NONE) {
+        if (c->rbytes[i])
+            note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+                                               __LINE__, MPI_ERR_OTHER, "**fail", NULL));
+    } else if (bytes > c->rbytes[i]) {
+        note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+                                           __LINE__, MPI_ERR_TRUNCATE, "**truncate", NULL));
+    } else {
+        unpack_mine(c, i, data, bytes);
+    }
 }
 
 /* Each other process of my node gets one message: the directory of what my sources sent it,
@@ -606,9 +702,9 @@ static void forward(MPII_Rm_call_t * c, MPII_Rm_source_t * src, int nsrc)
         int n = 0;
         size_t bytes = 0;
         for (int k = 0; k < nsrc; k++) {
-            if (src[k].slots[l].buf) {
+            if (src[k].slots[l].buf || src[k].slots[l].direct) {
                 n++;
-                bytes += src[k].slots[l].total;
+                bytes += src[k].slots[l].buf ? src[k].slots[l].total : 0;
             }
         }
         char *buf = new_buf(c, MPIR_Tnbc_rm_directory_bytes(n) + bytes);
@@ -623,14 +719,17 @@ static void forward(MPII_Rm_call_t * c, MPII_Rm_source_t * src, int nsrc)
         n = 0;
         for (int k = 0; k < nsrc; k++) {
             MPII_Rm_slot_t *m = &src[k].slots[l];
-            if (!m->buf)
+            if (!m->buf && !m->direct)
                 continue;
+            dir[1 + 2 * n] = src[k].src;
+            if (!m->buf) {
+                dir[2 + 2 * n++] = -m->direct;  /* -(bytes + 1) */
+                continue;
+            }
             if (m->got != m->total)
                 note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
                                                    __LINE__, MPI_ERR_INTERN, "**fail", NULL));
-            dir[1 + 2 * n] = src[k].src;
-            dir[2 + 2 * n] = (int64_t) m->total;
-            n++;
+            dir[2 + 2 * n++] = (int64_t) m->total;
             memcpy(p, m->buf, m->total);
             p += m->total;
         }
@@ -719,6 +818,13 @@ static void run_forwarder(MPII_Rm_call_t * c)
 
     forward(c, src, nsrc);
     for (int k = 0; k < nsrc; k++) {
+        MPII_Rm_slot_t *m = src[k].slots ? &src[k].slots[c->my_local] : NULL;
+        int kind = c->own[src[k].src];
+        if (kind == MPII_RM_MERGED && m && m->got != m->total)
+            kind = MPII_RM_NONE;        /* an incomplete stream: already an error */
+        reconcile(c, src[k].src, kind, m ? m->total : 0, m ? m->buf : NULL);
+    }
+    for (int k = 0; k < nsrc; k++) {
         if (src[k].req) {       /* only after a progress error */
             MPIR_Request_free(src[k].req);
             MPL_free(src[k].buf);
@@ -795,25 +901,12 @@ static void take_inbox(MPII_Rm_call_t * c, MPII_Rm_inbox_t * in, const MPI_Statu
         if (c->st->node_of[i] == c->my_node || forwarder_of(c, i, c->my_node) != in->fwd)
             continue;
         int have = (k < n && dir[2 * k] == i);
-        size_t bytes = have ? (size_t) dir[2 * k + 1] : 0;
-        if (bytes > c->rbytes[i]) {
-            note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
-                                               __LINE__, MPI_ERR_TRUNCATE, "**truncate", NULL));
-        } else if (bytes < c->rbytes[i] && !have) {
-            /* the sender sent nothing where this process expects data: stock MPICH would wait
-             * for ever; say so instead */
-            note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
-                                               __LINE__, MPI_ERR_OTHER, "**fail", NULL));
-        } else if (bytes) {
-            MPI_Aint actual;
-            note_error(c, MPIR_Typerep_unpack(payload, bytes,
-                                              c->recvbuf + c->rdispls[i] * c->rext,
-                                              c->recvcounts[i], c->recvtype, 0, &actual));
-        }
-        if (have) {
-            payload += bytes;
-            k++;
-        }
+        int64_t b = have ? dir[2 * k + 1] : 0;
+        int kind = !have ? MPII_RM_NONE : (b < 0) ? MPII_RM_DIRECT : MPII_RM_MERGED;
+        reconcile(c, i, kind, b > 0 ? (size_t) b : 0, payload);
+        if (b > 0)
+            payload += b;
+        k += have;
     }
     if (k != n)
         note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
@@ -821,6 +914,20 @@ static void take_inbox(MPII_Rm_call_t * c, MPII_Rm_inbox_t * in, const MPI_Statu
 }
 
 /* ---- the algorithm ---- */
+
+/* Waits for request i and frees it; its status stays readable until the next wait. */
+static const MPI_Status *wait_req(MPII_Rm_call_t * c, int i)
+{
+    static MPI_Status status;   /* under MPICH's lock */
+    MPIR_Request *r = c->reqs[i];
+
+    note_error(c, MPIC_Wait(r, c->errflag));
+    status = r->status;
+    note_error(c, status.MPI_ERROR);
+    MPIR_Request_free(r);
+    c->reqs[i] = NULL;
+    return &status;
+}
 
 static int setup_call(MPII_Rm_call_t * c)
 {
@@ -840,23 +947,26 @@ static int setup_call(MPII_Rm_call_t * c)
     }
     c->sbytes = MPL_malloc(c->size * sizeof(size_t), MPL_MEM_COLL);
     c->rbytes = MPL_malloc(c->size * sizeof(size_t), MPL_MEM_COLL);
-    c->local = MPL_malloc(c->size * sizeof(int), MPL_MEM_COLL);
-    if (!c->sbytes || !c->rbytes || !c->local)
+    if (!c->sbytes || !c->rbytes)
         return MPI_ERR_NO_MEM;
     for (int p = 0; p < c->size; p++) {
         c->sbytes[p] = (size_t) c->sendcounts[p] * ssize;
         c->rbytes[p] = (size_t) c->recvcounts[p] * rsize;
     }
     c->my_node = c->st->node_of[c->rank];
-    c->nlocal = 0;
-    for (int r = 0; r < c->size; r++) {
-        if (c->st->node_of[r] == c->my_node) {
-            if (r == c->rank)
-                c->my_local = c->nlocal;
-            c->local[c->nlocal++] = r;
-        }
-    }
+    c->local = c->st->node_ranks + c->st->node_start[c->my_node];
+    c->nlocal = c->st->node_start[c->my_node + 1] - c->st->node_start[c->my_node];
+    for (int l = 0; l < c->nlocal; l++)
+        if (c->local[l] == c->rank)
+            c->my_local = l;
     c->cap = MPIR_CVAR_TNBC_RM_AGGREGATE_MAX > 0 ? (size_t) MPIR_CVAR_TNBC_RM_AGGREGATE_MAX : 1;
+    c->merge_max = MPIR_CVAR_TNBC_RM_MERGE_MAX > 0 ? (size_t) MPIR_CVAR_TNBC_RM_MERGE_MAX : 0;
+    c->direct_req = MPL_malloc(c->size * sizeof(int), MPL_MEM_COLL);
+    c->own = MPL_calloc(c->size, sizeof(int), MPL_MEM_COLL);
+    if (!c->direct_req || !c->own)
+        return MPI_ERR_NO_MEM;
+    for (int p = 0; p < c->size; p++)
+        c->direct_req[p] = -1;
     c->hdr_max = MPIR_Tnbc_rm_header_bytes(c->nlocal);
     return MPI_SUCCESS;
 }
@@ -896,7 +1006,8 @@ static int rm_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     /* receives first, so that no message arrives unexpected */
     for (int k = 1; k < c.size; k++) {
         int p = (c.rank - k + c.size) % c.size;
-        if (c.rbytes[p] && (!merge || c.st->node_of[p] == c.my_node))
+        if (c.rbytes[p] && (!merge || c.st->node_of[p] == c.my_node ||
+                            c.rbytes[p] > c.merge_max))
             post_direct_recv(&c, p);
     }
     if (merge) {
@@ -912,16 +1023,14 @@ static int rm_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     if (merge)
         run_forwarder(&c);
 
-    /* one by one: MPIC_Waitall ignores the caller's statuses beyond 64 requests, and stops
-     * at the first failed one, leaving the rest to the caller */
-    for (int i = 0; i < c.nreq; i++) {
-        note_error(&c, MPIC_Wait(c.reqs[i], errflag));
-        note_error(&c, c.reqs[i]->status.MPI_ERROR);
-        for (int k = 0; k < ninbox; k++)
-            if (inbox[k].req == i)
-                take_inbox(&c, &inbox[k], &c.reqs[i]->status);
-        MPIR_Request_free(c.reqs[i]);
-    }
+    /* what the forwarders of my node send me first: it may withdraw or add direct receives */
+    for (int k = 0; k < ninbox; k++)
+        take_inbox(&c, &inbox[k], wait_req(&c, inbox[k].req));
+    /* then one by one: MPIC_Waitall ignores the caller's statuses beyond 64 requests, and
+     * stops at the first failed one, leaving the rest to the caller */
+    for (int i = 0; i < c.nreq; i++)
+        if (c.reqs[i])
+            wait_req(&c, i);
 
   fn_exit:
     for (int i = 0; i < c.nbuf; i++)
@@ -931,7 +1040,8 @@ static int rm_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     MPL_free(inbox);
     MPL_free(c.sbytes);
     MPL_free(c.rbytes);
-    MPL_free(c.local);
+    MPL_free(c.direct_req);
+    MPL_free(c.own);
     if (c.mpi_errno_ret)
         mpi_errno = c.mpi_errno_ret;
     else if (*errflag != MPIR_ERR_NONE)

@@ -157,6 +157,8 @@ int MPIR_Tnbc_rm_read_header(const char *buf, size_t len, int max_frag, int *nfr
     const MPIR_Tnbc_rm_wire_frag_t *f = (const void *) (buf + sizeof(h));
     size_t sum = MPIR_Tnbc_rm_header_bytes(h.nfrag);
     for (uint32_t k = 0; k < h.nfrag; k++) {
+        if (f[k].off == MPIR_TNBC_RM_DIRECT_OFF && f[k].len == 0)
+            continue;
         if (f[k].len > len - sum || f[k].off > f[k].total || f[k].len > f[k].total - f[k].off)
             return MPIR_TNBC_RM_ERR_FORMAT;
         sum += f[k].len;
@@ -188,9 +190,10 @@ int MPIR_Tnbc_rm_read_directory(const char *buf, size_t len, int *n, const int64
     const int64_t *e = (const void *) (buf + sizeof(count));
     size_t sum = MPIR_Tnbc_rm_directory_bytes((int) count);
     for (int64_t k = 0; k < count; k++) {
-        if (e[2 * k + 1] < 0 || (uint64_t) e[2 * k + 1] > len - sum)
+        if (e[2 * k + 1] == INT64_MIN || (e[2 * k + 1] >= 0 && (uint64_t) e[2 * k + 1] > len - sum))
             return MPIR_TNBC_RM_ERR_FORMAT;
-        sum += (size_t) e[2 * k + 1];
+        if (e[2 * k + 1] > 0)
+            sum += (size_t) e[2 * k + 1];
     }
     if (sum != len)
         return MPIR_TNBC_RM_ERR_FORMAT;

@@ -75,6 +75,10 @@ typedef struct {
     uint64_t off, len;          /* this fragment */
 } MPIR_Tnbc_rm_wire_frag_t;
 
+/* A descriptor with this offset and no payload announces a message the sender sends directly
+ * (too large to merge): total is its size. */
+#define MPIR_TNBC_RM_DIRECT_OFF UINT64_MAX
+
 size_t MPIR_Tnbc_rm_header_bytes(int nfrag);
 /* Writes the header; returns where the payload starts. */
 char *MPIR_Tnbc_rm_write_header(char *buf, int nfrag, int final,
@@ -85,7 +89,8 @@ int MPIR_Tnbc_rm_read_header(const char *buf, size_t len, int max_frag, int *nfr
                              const MPIR_Tnbc_rm_wire_frag_t ** frags, const char **payload);
 
 /* A forwarder's message to one process of its node: a directory {n, then n x (source, bytes)}
- * followed by the payloads in directory order. */
+ * followed by the payloads in directory order; bytes < 0 announces a direct message of
+ * -(bytes + 1) bytes, with no payload. */
 size_t MPIR_Tnbc_rm_directory_bytes(int n);
 int MPIR_Tnbc_rm_read_directory(const char *buf, size_t len, int *n, const int64_t ** entries,
                                 const char **payload);
