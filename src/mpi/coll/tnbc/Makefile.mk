@@ -24,6 +24,9 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_priority.c \
     src/mpi/coll/tnbc/tnbc_reduce.c \
     src/mpi/coll/tnbc/tnbc_reorder_merge.c \
+    src/mpi/coll/tnbc/tnbc_rm_call.c \
+    src/mpi/coll/tnbc/tnbc_rm_comm.c \
+    src/mpi/coll/tnbc/tnbc_rm_forward.c \
     src/mpi/coll/tnbc/tnbc_rmplan.c \
     src/mpi/coll/tnbc/tnbc_sched.c \
     src/mpi/coll/tnbc/tnbc_sched_reduce.c \
@@ -36,5 +39,6 @@ noinst_HEADERS += \
     src/mpi/coll/tnbc/tnbc_impl.h \
     src/mpi/coll/tnbc/tnbc_policy.h \
     src/mpi/coll/tnbc/tnbc_priority.h \
+    src/mpi/coll/tnbc/tnbc_rm.h \
     src/mpi/coll/tnbc/tnbc_rmplan.h \
     src/mpi/coll/tnbc/tnbc_sched.h

@@ -1,0 +1,99 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* What the reorder + merge Alltoallv files share: a communicator's kept state (tnbc_rm_comm.c),
+ * one call's view with its requests, buffers and errors (tnbc_rm_call.c), the forwarder and
+ * receiving side of merged streams (tnbc_rm_forward.c); the algorithm is tnbc_reorder_merge.c.
+ * Calls go one way: algorithm -> forward -> call; comm is called by the algorithm only. */
+
+#ifndef TNBC_RM_H_INCLUDED
+#define TNBC_RM_H_INCLUDED
+
+#include "tnbc_rmplan.h"
+
+#define MPII_RM_DIRECT_TAG    MPIR_ALLTOALLV_TAG
+#define MPII_RM_AGGREGATE_TAG MPIR_ALLTOALLW_TAG
+#define MPII_RM_FORWARD_TAG   MPIR_ALLTOALL_TAG
+
+/* What a communicator keeps between calls (an attribute, freed with the communicator). */
+typedef struct {
+    uint64_t calls;
+    int nnodes;
+    int *node_of;               /* node index of every rank */
+    int *node_start, *node_ranks;       /* the ranks of each node, ascending */
+    int64_t *graph;             /* recv_total[size], then node_bytes[nnodes * nnodes] */
+    uint64_t graph_gen;
+    MPIR_Tnbc_rm_cache_t cache;
+    MPIR_Tnbc_rm_msg_t *msgs;   /* the ordered plan for cache's key */
+    int nmsg;
+} MPII_Rm_comm_t;
+
+/* One call's view of the exchange. */
+typedef struct {
+    MPIR_Comm *comm;
+    int rank, size, my_node, nlocal, my_local;
+    const int *local;           /* ranks of my node, ascending */
+    MPII_Rm_comm_t *st;
+    const char *sendbuf;
+    const MPI_Aint *sendcounts, *sdispls;
+    MPI_Datatype sendtype;
+    char *recvbuf;
+    const MPI_Aint *recvcounts, *rdispls;
+    MPI_Datatype recvtype;
+    MPI_Aint sext, rext, send_true_lb;
+    int send_contig;
+    size_t *sbytes, *rbytes;
+    size_t cap, hdr_max, merge_max;
+    int *direct_req;            /* per source: index of its direct receive in reqs, or -1 */
+    int *own;                   /* per source whose forwarder I am: what came for me */
+    MPIR_Request **reqs;        /* every request of the call, waited one by one at the end */
+    int nreq, reqcap;
+    char **bufs;                /* freed at the end */
+    int nbuf, bufcap;
+    MPIR_Errflag_t *errflag;
+    int mpi_errno_ret;
+} MPII_Rm_call_t;
+
+/* What a forwarder saw of a source's message for one process of its node. */
+#define MPII_RM_NONE   0        /* nothing */
+#define MPII_RM_MERGED 1        /* merged data (unpacked, or kept in a slot) */
+#define MPII_RM_DIRECT 2        /* an announcement: the sender sends it directly */
+#define MPII_RM_TAKEN  3        /* merged data for me, already unpacked */
+
+/* A forwarder's message to one process of my node, as that process receives it. */
+typedef struct {
+    int fwd;
+    char *buf;
+    size_t cap;
+    int req;                    /* index into the call's requests */
+} MPII_Rm_inbox_t;
+
+/* tnbc_rm_comm.c */
+int MPII_Tnbc_rm_comm_get(MPIR_Comm * comm, MPII_Rm_comm_t ** out);
+int MPII_Tnbc_rm_update_graph(MPII_Rm_call_t * c);
+int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, MPIR_Tnbc_rm_order_t order);
+
+/* tnbc_rm_call.c */
+int MPII_Tnbc_rm_setup_call(MPII_Rm_call_t * c);
+void MPII_Tnbc_rm_free_call(MPII_Rm_call_t * c);
+void MPII_Tnbc_rm_note_error(MPII_Rm_call_t * c, int mpi_errno);
+void MPII_Tnbc_rm_note_malformed(MPII_Rm_call_t * c);
+void MPII_Tnbc_rm_note_truncated(MPII_Rm_call_t * c);
+void MPII_Tnbc_rm_note_missing(MPII_Rm_call_t * c);
+MPIR_Request **MPII_Tnbc_rm_new_req(MPII_Rm_call_t * c);
+char *MPII_Tnbc_rm_new_buf(MPII_Rm_call_t * c, size_t bytes);
+int MPII_Tnbc_rm_forwarder_of(MPII_Rm_call_t * c, int sender, int node);
+int MPII_Tnbc_rm_forwards_for(MPII_Rm_call_t * c, int f, int i);
+void MPII_Tnbc_rm_post_direct_recv(MPII_Rm_call_t * c, int p);
+void MPII_Tnbc_rm_post_direct_send(MPII_Rm_call_t * c, int p);
+const MPI_Status *MPII_Tnbc_rm_wait_req(MPII_Rm_call_t * c, int i);
+
+/* tnbc_rm_forward.c */
+void MPII_Tnbc_rm_forward(MPII_Rm_call_t * c);
+int MPII_Tnbc_rm_post_inboxes(MPII_Rm_call_t * c, MPII_Rm_inbox_t ** out);
+void MPII_Tnbc_rm_take_inbox(MPII_Rm_call_t * c, MPII_Rm_inbox_t * in,
+                             const MPI_Status * status);
+
+#endif /* TNBC_RM_H_INCLUDED */

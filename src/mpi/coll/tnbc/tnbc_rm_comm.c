@@ -1,0 +1,203 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* What a communicator keeps for the reorder + merge algorithms (an attribute, freed with it):
+ * its nodes, the node graph learnt by an Allreduce every MPIR_CVAR_TNBC_RM_REFRESH calls, and
+ * the last plan with the key it was made for. */
+
+#include "mpiimpl.h"
+#include "tnbc_impl.h"
+#include "tnbc_rm.h"
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_TNBC_RM_REFRESH
+      category    : TNBC
+      type        : int
+      default     : 64
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        The reorder/merge algorithms learn the node graph (an Allreduce) on their first call on
+        a communicator and again every this many calls; 0: only on the first.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+static int rm_keyval = MPI_KEYVAL_INVALID;
+
+static int rm_delete_fn(MPI_Comm comm, int keyval, void *attr_val, void *extra)
+{
+    MPII_Rm_comm_t *st = attr_val;
+    MPL_free(st->node_of);
+    MPL_free(st->node_start);
+    MPL_free(st->node_ranks);
+    MPL_free(st->graph);
+    MPL_free(st->msgs);
+    MPL_free(st);
+    return MPI_SUCCESS;
+}
+
+static int rm_finalize(void *unused)
+{
+    if (rm_keyval != MPI_KEYVAL_INVALID) {
+        MPII_Keyval *keyval_ptr;
+        MPII_Keyval_get_ptr(rm_keyval, keyval_ptr);
+        MPIR_free_keyval(keyval_ptr);
+        rm_keyval = MPI_KEYVAL_INVALID;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Dense node indices in order of first appearance along the ranks. */
+static int map_nodes(MPIR_Comm * comm, MPII_Rm_comm_t * st)
+{
+    int size = comm->local_size;
+    int *ids = MPL_malloc(size * sizeof(int), MPL_MEM_COLL);
+    st->node_of = MPL_malloc(size * sizeof(int), MPL_MEM_COLL);
+    if (!ids || !st->node_of) {
+        MPL_free(ids);
+        return MPI_ERR_NO_MEM;
+    }
+    st->nnodes = 0;
+    for (int r = 0; r < size; r++) {
+        int id = MPII_Tnbc_node_of(comm, r), k;
+        if (id < 0)
+            id = -1 - r;        /* unknown: a node of its own */
+        for (k = 0; k < st->nnodes && ids[k] != id; k++);
+        if (k == st->nnodes)
+            ids[st->nnodes++] = id;
+        st->node_of[r] = k;
+    }
+    MPL_free(ids);
+
+    /* the ranks of each node, ascending: node b's are node_ranks[node_start[b] ..
+     * node_start[b + 1]) */
+    st->node_start = MPL_calloc(st->nnodes + 1, sizeof(int), MPL_MEM_COLL);
+    st->node_ranks = MPL_malloc(size * sizeof(int), MPL_MEM_COLL);
+    if (!st->node_start || !st->node_ranks)
+        return MPI_ERR_NO_MEM;
+    for (int r = 0; r < size; r++)
+        st->node_start[st->node_of[r] + 1]++;
+    for (int b = 0; b < st->nnodes; b++)
+        st->node_start[b + 1] += st->node_start[b];
+    for (int r = 0, *fill = st->node_start; r < size; r++)
+        st->node_ranks[fill[st->node_of[r]]++] = r;
+    for (int b = st->nnodes; b > 0; b--)       /* the fill moved every start one node up */
+        st->node_start[b] = st->node_start[b - 1];
+    st->node_start[0] = 0;
+    return MPI_SUCCESS;
+}
+
+int MPII_Tnbc_rm_comm_get(MPIR_Comm * comm, MPII_Rm_comm_t ** out)
+{
+    int mpi_errno = MPI_SUCCESS, flag = 0;
+    MPII_Rm_comm_t *st = NULL;
+    MPII_Keyval *keyval_ptr;
+
+    if (rm_keyval == MPI_KEYVAL_INVALID) {
+        mpi_errno = MPIR_Comm_create_keyval_impl(MPI_COMM_NULL_COPY_FN, rm_delete_fn,
+                                                 &rm_keyval, NULL);
+        MPIR_ERR_CHECK(mpi_errno);
+        MPIR_Add_finalize(rm_finalize, NULL, MPIR_FINALIZE_CALLBACK_PRIO - 1);
+    }
+    mpi_errno = MPIR_Comm_get_attr_impl(comm, rm_keyval, &st, &flag, MPIR_ATTR_PTR);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (!flag) {
+        st = MPL_calloc(1, sizeof(*st), MPL_MEM_COLL);
+        MPIR_ERR_CHKANDJUMP(!st, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        mpi_errno = map_nodes(comm, st);
+        if (mpi_errno) {
+            rm_delete_fn(MPI_COMM_NULL, rm_keyval, st, NULL);
+            MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**nomem");
+        }
+        MPII_Keyval_get_ptr(rm_keyval, keyval_ptr);
+        mpi_errno = MPIR_Comm_set_attr_impl(comm, keyval_ptr, st, MPIR_ATTR_PTR);
+        if (mpi_errno) {
+            rm_delete_fn(MPI_COMM_NULL, rm_keyval, st, NULL);
+            MPIR_ERR_POP(mpi_errno);
+        }
+    }
+    *out = st;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* The node graph: every process adds its row; an Allreduce sums them. */
+static int learn_graph(MPII_Rm_call_t * c)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Rm_comm_t *st = c->st;
+    int n = st->nnodes;
+    size_t count = (size_t) c->size + (size_t) n * n;
+
+    if (!st->graph) {
+        st->graph = MPL_malloc(count * sizeof(int64_t), MPL_MEM_COLL);
+        MPIR_ERR_CHKANDJUMP(!st->graph, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    }
+    memset(st->graph, 0, count * sizeof(int64_t));
+    int64_t *recv_total = st->graph, *node_bytes = st->graph + c->size;
+    for (int p = 0; p < c->size; p++) {
+        recv_total[c->rank] += (int64_t) c->rbytes[p];
+        node_bytes[(size_t) c->my_node * n + st->node_of[p]] += (int64_t) c->sbytes[p];
+    }
+    mpi_errno = MPIR_Allreduce_impl(MPI_IN_PLACE, st->graph, count, MPI_INT64_T, MPI_SUM,
+                                    c->comm, c->errflag);
+    MPIR_ERR_CHECK(mpi_errno);
+    st->graph_gen++;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Learns the node graph on the first call on the communicator and every
+ * MPIR_CVAR_TNBC_RM_REFRESH calls: a count every process agrees on, so all take part. */
+int MPII_Tnbc_rm_update_graph(MPII_Rm_call_t * c)
+{
+    int mpi_errno = MPI_SUCCESS;
+    uint64_t refresh = MPIR_CVAR_TNBC_RM_REFRESH > 0 ? MPIR_CVAR_TNBC_RM_REFRESH : 0;
+
+    if (c->st->calls == 0 || (refresh && c->st->calls % refresh == 0))
+        mpi_errno = learn_graph(c);
+    c->st->calls++;
+    return mpi_errno;
+}
+
+/* The ordered list of this process's messages (self excluded), kept while the counts and the
+ * graph stay the same. */
+int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, MPIR_Tnbc_rm_order_t order)
+{
+    MPII_Rm_comm_t *st = c->st;
+    uint64_t sig = MPIR_Tnbc_rm_signature(c->sbytes, c->rbytes, c->size) ^ (uint64_t) order;
+
+    if (MPIR_Tnbc_rm_cache_lookup(&st->cache, sig, st->graph_gen))
+        return MPI_SUCCESS;
+    MPIR_Tnbc_rm_msg_t *m = MPL_realloc(st->msgs, c->size * sizeof(*m), MPL_MEM_COLL);
+    if (!m) {
+        st->cache.valid = 0;
+        return MPI_ERR_NO_MEM;
+    }
+    st->msgs = m;
+    st->nmsg = 0;
+    int64_t sent = 0;
+    for (int p = 0; p < c->size; p++)
+        sent += (int64_t) c->sbytes[p];
+    for (int p = 0; p < c->size; p++) {
+        if (p == c->rank || c->sbytes[p] == 0)
+            continue;
+        int64_t recv = st->graph[p];
+        m[st->nmsg++] = (MPIR_Tnbc_rm_msg_t) {.peer = p,.node = st->node_of[p],
+            .bytes = c->sbytes[p],.weight = sent > recv ? sent : recv
+        };
+    }
+    MPIR_Tnbc_rm_order(m, st->nmsg, c->my_node, c->rank, c->size, order);
+    return MPI_SUCCESS;
+}

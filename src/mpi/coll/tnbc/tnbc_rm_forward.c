@@ -1,0 +1,361 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* The forwarder and receiving side of merged streams. A forwarder receives the streams of the
+ * senders it serves, unpacks its own messages and sends each other process of its node one
+ * message (a directory, then the data); every receiver reconciles what came with what it
+ * posted. */
+
+#include "mpiimpl.h"
+#include "tnbc_impl.h"
+#include "tnbc_rm.h"
+
+typedef struct {
+    char *buf;                  /* assembled message for a process of my node */
+    size_t total, got;
+    int64_t direct;             /* announced direct message: its bytes + 1 */
+} MPII_Rm_slot_t;
+
+typedef struct {
+    int src, done;
+    char *buf;
+    MPIR_Request *req;
+    MPII_Rm_slot_t *slots;      /* per local process */
+} MPII_Rm_source_t;
+
+static void post_aggregate_recv(MPII_Rm_call_t * c, MPII_Rm_source_t * s)
+{
+    s->buf = MPL_malloc(c->hdr_max + c->cap, MPL_MEM_COLL);
+    if (!s->buf) {
+        MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+        s->done = 1;
+        return;
+    }
+    int rc = MPIC_Irecv(s->buf, (MPI_Aint) (c->hdr_max + c->cap), MPI_BYTE, s->src,
+                        MPII_RM_AGGREGATE_TAG, c->comm, &s->req);
+    if (rc) {
+        MPII_Tnbc_rm_note_error(c, rc);
+        s->done = 1;
+    }
+}
+
+static int local_index(MPII_Rm_call_t * c, int rank)
+{
+    for (int l = 0; l < c->nlocal; l++)
+        if (c->local[l] == rank)
+            return l;
+    return -1;
+}
+
+static void unpack_mine(MPII_Rm_call_t * c, int src, const char *data, size_t bytes)
+{
+    MPI_Aint actual;
+    MPII_Tnbc_rm_note_error(c, MPIR_Typerep_unpack(data, bytes,
+                                                   c->recvbuf + c->rdispls[src] * c->rext,
+                                                   c->recvcounts[src], c->recvtype, 0, &actual));
+}
+
+/* One aggregate of source s arrived: my own messages are unpacked when whole and expected,
+ * the others assembled for forwarding; announcements of direct messages are noted. */
+static void take_aggregate(MPII_Rm_call_t * c, MPII_Rm_source_t * s, const char *buf, size_t len)
+{
+    int nfrag, final;
+    const MPIR_Tnbc_rm_wire_frag_t *wf;
+    const char *payload;
+
+    if (MPIR_Tnbc_rm_read_header(buf, len, c->nlocal, &nfrag, &final, &wf, &payload)) {
+        MPII_Tnbc_rm_note_malformed(c);
+        s->done = 1;
+        return;
+    }
+    for (int k = 0; k < nfrag; k++, payload += wf[k - 1].len) {
+        int l = (wf[k].dst >= 0 && wf[k].dst < c->size) ? local_index(c, (int) wf[k].dst) : -1;
+        if (l < 0) {
+            MPII_Tnbc_rm_note_malformed(c);
+            continue;
+        }
+        MPII_Rm_slot_t *m = &s->slots[l];
+        int mine = (l == c->my_local);
+        if (wf[k].off == MPIR_TNBC_RM_DIRECT_OFF) {
+            m->direct = (int64_t) wf[k].total + 1;
+            if (mine)
+                c->own[s->src] = MPII_RM_DIRECT;
+            continue;
+        }
+        if (mine && wf[k].len == wf[k].total && wf[k].total <= c->rbytes[s->src] &&
+            c->direct_req[s->src] < 0) {
+            unpack_mine(c, s->src, payload, wf[k].len);
+            c->own[s->src] = MPII_RM_TAKEN;
+            continue;
+        }
+        if (!m->buf) {
+            m->buf = MPII_Tnbc_rm_new_buf(c, wf[k].total);
+            m->total = wf[k].total;
+            if (!m->buf) {
+                MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+                continue;
+            }
+        }
+        if (wf[k].total != m->total || wf[k].off + wf[k].len > m->total) {
+            MPII_Tnbc_rm_note_malformed(c);
+            continue;
+        }
+        memcpy(m->buf + wf[k].off, payload, wf[k].len);
+        m->got += wf[k].len;
+        if (mine)
+            c->own[s->src] = MPII_RM_MERGED;
+        /* a fragment may end inside an element: mine are unpacked whole */
+        if (mine && m->got == m->total && m->total <= c->rbytes[s->src] &&
+            c->direct_req[s->src] < 0) {
+            unpack_mine(c, s->src, m->buf, m->total);
+            c->own[s->src] = MPII_RM_TAKEN;
+        }
+    }
+    if (final)
+        s->done = 1;
+}
+
+/* What came for me from remote source i (merged data, an announcement, or nothing) against
+ * what I posted for it (a direct receive when it is above the merge limit). Legal programs
+ * agree; otherwise the result is the error stock MPICH gives (a truncation), or an error where
+ * stock would wait for ever, never a hang. */
+static void reconcile(MPII_Rm_call_t * c, int i, int kind, size_t bytes, const char *data)
+{
+    int posted = c->direct_req[i];
+
+    if (kind == MPII_RM_TAKEN)
+        return;
+    if (kind == MPII_RM_DIRECT) {
+        if (posted < 0)
+            MPII_Tnbc_rm_post_direct_recv(c, i);        /* it completes as a truncation */
+        return;
+    }
+    if (posted >= 0) {
+        /* a direct receive no message will match */
+        MPIR_Request *r = c->reqs[posted];
+        MPID_Cancel_recv(r);
+        MPIR_Wait_impl(r, MPI_STATUS_IGNORE);
+        MPIR_Request_free(r);
+        c->reqs[posted] = NULL;
+        c->direct_req[i] = -1;
+    }
+    if (kind == MPII_RM_NONE) {
+        if (c->rbytes[i])
+            MPII_Tnbc_rm_note_missing(c);
+    } else if (bytes > c->rbytes[i]) {
+        MPII_Tnbc_rm_note_truncated(c);
+    } else {
+        unpack_mine(c, i, data, bytes);
+    }
+}
+
+/* Each other process of my node gets one message: the directory of what my sources sent it,
+ * then the data, in ascending source order. */
+static void forward(MPII_Rm_call_t * c, MPII_Rm_source_t * src, int nsrc)
+{
+    for (int l = 0; l < c->nlocal; l++) {
+        if (l == c->my_local)
+            continue;
+        int n = 0;
+        size_t bytes = 0;
+        for (int k = 0; k < nsrc; k++) {
+            if (src[k].slots[l].buf || src[k].slots[l].direct) {
+                n++;
+                bytes += src[k].slots[l].buf ? src[k].slots[l].total : 0;
+            }
+        }
+        char *buf = MPII_Tnbc_rm_new_buf(c, MPIR_Tnbc_rm_directory_bytes(n) + bytes);
+        MPIR_Request **r = MPII_Tnbc_rm_new_req(c);
+        if (!buf || !r) {
+            MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+            continue;
+        }
+        int64_t *dir = (int64_t *) buf;
+        char *p = buf + MPIR_Tnbc_rm_directory_bytes(n);
+        dir[0] = n;
+        n = 0;
+        for (int k = 0; k < nsrc; k++) {
+            MPII_Rm_slot_t *m = &src[k].slots[l];
+            if (!m->buf && !m->direct)
+                continue;
+            dir[1 + 2 * n] = src[k].src;
+            if (!m->buf) {
+                dir[2 + 2 * n++] = -m->direct;  /* -(bytes + 1) */
+                continue;
+            }
+            if (m->got != m->total)
+                MPII_Tnbc_rm_note_malformed(c);
+            dir[2 + 2 * n++] = (int64_t) m->total;
+            memcpy(p, m->buf, m->total);
+            p += m->total;
+        }
+        MPII_Tnbc_rm_note_error(c, MPIC_Isend(buf, (MPI_Aint) (p - buf), MPI_BYTE, c->local[l],
+                                 MPII_RM_FORWARD_TAG, c->comm, r, c->errflag));
+    }
+}
+
+/* The sources whose streams come to me, in ascending rank order. */
+static int my_sources(MPII_Rm_call_t * c, MPII_Rm_source_t ** out)
+{
+    int n = 0;
+    MPII_Rm_source_t *s = MPL_calloc(c->size + 1, sizeof(*s), MPL_MEM_COLL);
+    if (!s)
+        return -1;
+    for (int i = 0; i < c->size; i++)
+        if (MPII_Tnbc_rm_forwards_for(c, c->rank, i))
+            s[n++].src = i;
+    *out = s;
+    return n;
+}
+
+/* Receive every stream sent to me, then forward. */
+void MPII_Tnbc_rm_forward(MPII_Rm_call_t * c)
+{
+    MPII_Rm_source_t *src = NULL;
+    int nsrc = my_sources(c, &src);
+    if (nsrc < 0) {
+        MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+        return;
+    }
+    if (nsrc == 0) {
+        MPL_free(src);
+        return;
+    }
+    for (int k = 0; k < nsrc; k++) {
+        src[k].slots = MPL_calloc(c->nlocal, sizeof(MPII_Rm_slot_t), MPL_MEM_COLL);
+        if (!src[k].slots) {
+            MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+            src[k].done = 1;
+            continue;
+        }
+        post_aggregate_recv(c, &src[k]);
+    }
+
+    MPID_Progress_state progress_state;
+    MPID_Progress_start(&progress_state);
+    for (;;) {
+        int open = 0, made = 0;
+        for (int k = 0; k < nsrc; k++) {
+            MPII_Rm_source_t *s = &src[k];
+            if (s->req && MPIR_Request_is_complete(s->req)) {
+                MPI_Status *status = &s->req->status;
+                char *buf = s->buf;
+                size_t len = MPIR_STATUS_GET_COUNT(*status);
+                int err = status->MPI_ERROR;
+                if (!err && MPIR_TAG_CHECK_ERROR_BIT(status->MPI_TAG))
+                    *c->errflag = MPIR_ERR_OTHER;
+                MPIR_Request_free(s->req);
+                s->req = NULL;
+                s->buf = NULL;
+                made = 1;
+                if (err) {
+                    MPII_Tnbc_rm_note_error(c, err);
+                    s->done = 1;
+                } else {
+                    take_aggregate(c, s, buf, len);
+                    if (!s->done)
+                        post_aggregate_recv(c, s);
+                }
+                MPL_free(buf);
+            }
+            open += s->req != NULL;
+        }
+        if (!open)
+            break;
+        if (!made) {
+            int rc = MPID_Progress_wait(&progress_state);
+            if (rc) {
+                MPII_Tnbc_rm_note_error(c, rc);
+                break;
+            }
+        }
+    }
+    MPID_Progress_end(&progress_state);
+
+    forward(c, src, nsrc);
+    for (int k = 0; k < nsrc; k++) {
+        MPII_Rm_slot_t *m = src[k].slots ? &src[k].slots[c->my_local] : NULL;
+        int kind = c->own[src[k].src];
+        if (kind == MPII_RM_MERGED && m && m->got != m->total)
+            kind = MPII_RM_NONE;        /* an incomplete stream: already an error */
+        reconcile(c, src[k].src, kind, m ? m->total : 0, m ? m->buf : NULL);
+    }
+    for (int k = 0; k < nsrc; k++) {
+        if (src[k].req) {       /* only after a progress error */
+            MPIR_Request_free(src[k].req);
+            MPL_free(src[k].buf);
+        }
+        MPL_free(src[k].slots);
+    }
+    MPL_free(src);
+}
+
+/* One message from every other process of my node that forwards for some remote sender. */
+int MPII_Tnbc_rm_post_inboxes(MPII_Rm_call_t * c, MPII_Rm_inbox_t ** out)
+{
+    int n = 0;
+    MPII_Rm_inbox_t *in = MPL_calloc(c->nlocal + 1, sizeof(*in), MPL_MEM_COLL);
+    if (!in)
+        return -1;
+    for (int l = 0; l < c->nlocal; l++) {
+        int f = c->local[l], nsrc = 0;
+        size_t bytes = 0;
+        if (l == c->my_local)
+            continue;
+        for (int i = 0; i < c->size; i++) {
+            if (MPII_Tnbc_rm_forwards_for(c, f, i)) {
+                nsrc++;
+                bytes += c->rbytes[i];
+            }
+        }
+        if (nsrc == 0)
+            continue;
+        in[n].fwd = f;
+        in[n].cap = MPIR_Tnbc_rm_directory_bytes(nsrc) + bytes;
+        in[n].buf = MPII_Tnbc_rm_new_buf(c, in[n].cap);
+        MPIR_Request **r = MPII_Tnbc_rm_new_req(c);
+        if (!in[n].buf || !r) {
+            MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+            continue;
+        }
+        in[n].req = (int) (r - c->reqs);
+        MPII_Tnbc_rm_note_error(c, MPIC_Irecv(in[n].buf, (MPI_Aint) in[n].cap, MPI_BYTE, f,
+                                 MPII_RM_FORWARD_TAG, c->comm, r));
+        n++;
+    }
+    *out = in;
+    return n;
+}
+
+/* Unpacks a forwarder's message: every source it forwards for and I expect data from must be
+ * there, with no more than I can take. */
+void MPII_Tnbc_rm_take_inbox(MPII_Rm_call_t * c, MPII_Rm_inbox_t * in, const MPI_Status * status)
+{
+    int n;
+    const int64_t *dir;
+    const char *payload;
+    size_t len = MPIR_STATUS_GET_COUNT(*status);
+
+    if (status->MPI_ERROR)
+        return; /* reported with its request */
+    if (MPIR_Tnbc_rm_read_directory(in->buf, len, &n, &dir, &payload)) {
+        MPII_Tnbc_rm_note_malformed(c);
+        return;
+    }
+    int k = 0;
+    for (int i = 0; i < c->size; i++) {
+        if (!MPII_Tnbc_rm_forwards_for(c, in->fwd, i))
+            continue;
+        int have = (k < n && dir[2 * k] == i);
+        int64_t b = have ? dir[2 * k + 1] : 0;
+        int kind = !have ? MPII_RM_NONE : (b < 0) ? MPII_RM_DIRECT : MPII_RM_MERGED;
+        reconcile(c, i, kind, b > 0 ? (size_t) b : 0, payload);
+        if (b > 0)
+            payload += b;
+        k += have;
+    }
+    if (k != n)
+        MPII_Tnbc_rm_note_malformed(c);
+}
