@@ -113,6 +113,18 @@ START_TEST(aggregates_grow_by_alpha_up_to_the_cap)
 }
 END_TEST
 
+START_TEST(tiny_first_aggregate_still_grows)
+{
+    size_t bytes[1] = { 10 };
+    MPIR_Tnbc_rm_split_t s;
+    ck_assert_int_eq(MPIR_Tnbc_rm_split(bytes, 1, 1, 1.5, 100, &s), MPIR_TNBC_RM_OK);
+    /* 1, 2, 3, 4: each at least one byte more than the last, although 1 x 1.5 rounds to 1 */
+    ck_assert_int_eq(s.nagg, 4);
+    ck_assert_int_eq(agg_payload(&s, 3), 4);
+    MPIR_Tnbc_rm_split_free(&s);
+}
+END_TEST
+
 START_TEST(empty_stream_has_one_empty_aggregate)
 {
     size_t bytes[2] = { 0, 0 };
@@ -290,6 +302,7 @@ int main(void)
     tcase_add_test(tc, far_first_reverses_distance_only);
     tcase_add_test(tc, alpha_follows_node_degrees);
     tcase_add_test(tc, aggregates_grow_by_alpha_up_to_the_cap);
+    tcase_add_test(tc, tiny_first_aggregate_still_grows);
     tcase_add_test(tc, empty_stream_has_one_empty_aggregate);
     tcase_add_test(tc, small_messages_share_one_aggregate);
     tcase_add_test(tc, pack_unpack_round_trip);

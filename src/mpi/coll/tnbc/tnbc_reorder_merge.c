@@ -130,7 +130,7 @@ static void send_aggregate(MPII_Rm_call_t * c, MPII_Rm_stream_t * s, int a)
         p += wf[k].len;
     }
     MPII_Tnbc_rm_note_error(c, MPIC_Isend(buf, (MPI_Aint) (p - buf), MPI_BYTE, s->fwd,
-                                          MPII_RM_AGGREGATE_TAG, c->comm, r, c->errflag));
+                                          c->tag_aggregate, c->comm, r, c->errflag));
 }
 
 /* One stream per remote node, in the order its first message has in the plan; then empty
@@ -282,8 +282,10 @@ static void copy_to_self(MPII_Rm_call_t * c)
  * requests and stops at the first failed one, leaving the rest to the caller. */
 static void complete(MPII_Rm_call_t * c, MPII_Rm_inbox_t * inbox, int ninbox)
 {
-    for (int k = 0; k < ninbox; k++)
-        MPII_Tnbc_rm_take_inbox(c, &inbox[k], MPII_Tnbc_rm_wait_req(c, inbox[k].req));
+    for (int k = 0; k < ninbox; k++) {
+        MPI_Status status = MPII_Tnbc_rm_wait_req(c, inbox[k].req);
+        MPII_Tnbc_rm_take_inbox(c, &inbox[k], &status);
+    }
     for (int i = 0; i < c->nreq; i++)
         if (c->reqs[i])
             MPII_Tnbc_rm_wait_req(c, i);
@@ -303,7 +305,11 @@ static int rm_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     MPII_Rm_inbox_t *inbox = NULL;
     int ninbox = 0;
 
-    MPIR_Assert(sendbuf != MPI_IN_PLACE);
+    if (sendbuf == MPI_IN_PLACE)        /* a tuning file may choose us without the restriction */
+        return MPIR_Alltoallv_intra_pairwise_sendrecv_replace(sendbuf, sendcounts, sdispls,
+                                                              sendtype, recvbuf, recvcounts,
+                                                              rdispls, recvtype, comm_ptr,
+                                                              errflag);
     mpi_errno = MPII_Tnbc_rm_comm_get(comm_ptr, &c.st);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPII_Tnbc_rm_setup_call(&c);
@@ -316,11 +322,15 @@ static int rm_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     mpi_errno = MPII_Tnbc_rm_plan(&c, order);
     MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**nomem");
 
+    /* from the first receive on, errors are noted and the call goes on: others wait for our
+     * messages, and our buffers must outlive our requests */
     ninbox = post_recvs(&c, merge, &inbox);
-    MPIR_ERR_CHKANDJUMP(ninbox < 0, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    if (ninbox < 0) {
+        MPII_Tnbc_rm_note_error(&c, MPI_ERR_NO_MEM);
+        ninbox = 0;
+    }
     copy_to_self(&c);
-    mpi_errno = post_sends(&c, merge);
-    MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPII_Tnbc_rm_note_error(&c, post_sends(&c, merge));
     if (merge)
         MPII_Tnbc_rm_forward(&c);
     complete(&c, inbox, ninbox);

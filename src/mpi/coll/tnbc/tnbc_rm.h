@@ -13,10 +13,6 @@
 
 #include "tnbc_rmplan.h"
 
-#define MPII_RM_DIRECT_TAG    MPIR_ALLTOALLV_TAG
-#define MPII_RM_AGGREGATE_TAG MPIR_ALLTOALLW_TAG
-#define MPII_RM_FORWARD_TAG   MPIR_ALLTOALL_TAG
-
 /* What a communicator keeps between calls (an attribute, freed with the communicator). */
 typedef struct {
     uint64_t calls;
@@ -54,6 +50,9 @@ typedef struct {
     int nbuf, bufcap;
     MPIR_Errflag_t *errflag;
     int mpi_errno_ret;
+    /* tags of this call, drawn like a non-blocking collective's (the same on every process):
+     * a message of an earlier call, or a receive it left posted, never matches this one's */
+    int tag_direct, tag_aggregate, tag_forward;
 } MPII_Rm_call_t;
 
 /* What a forwarder saw of a source's message for one process of its node. */
@@ -88,7 +87,7 @@ int MPII_Tnbc_rm_forwarder_of(MPII_Rm_call_t * c, int sender, int node);
 int MPII_Tnbc_rm_forwards_for(MPII_Rm_call_t * c, int f, int i);
 void MPII_Tnbc_rm_post_direct_recv(MPII_Rm_call_t * c, int p);
 void MPII_Tnbc_rm_post_direct_send(MPII_Rm_call_t * c, int p);
-const MPI_Status *MPII_Tnbc_rm_wait_req(MPII_Rm_call_t * c, int i);
+MPI_Status MPII_Tnbc_rm_wait_req(MPII_Rm_call_t * c, int i);
 
 /* tnbc_rm_forward.c */
 void MPII_Tnbc_rm_forward(MPII_Rm_call_t * c);

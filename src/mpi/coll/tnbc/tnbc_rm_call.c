@@ -95,7 +95,7 @@ void MPII_Tnbc_rm_post_direct_recv(MPII_Rm_call_t * c, int p)
     }
     c->direct_req[p] = (int) (r - c->reqs);
     MPII_Tnbc_rm_note_error(c, MPIC_Irecv(c->recvbuf + c->rdispls[p] * c->rext, c->recvcounts[p],
-                             c->recvtype, p, MPII_RM_DIRECT_TAG, c->comm, r));
+                             c->recvtype, p, c->tag_direct, c->comm, r));
 }
 
 void MPII_Tnbc_rm_post_direct_send(MPII_Rm_call_t * c, int p)
@@ -106,21 +106,23 @@ void MPII_Tnbc_rm_post_direct_send(MPII_Rm_call_t * c, int p)
         return;
     }
     MPII_Tnbc_rm_note_error(c, MPIC_Isend(c->sendbuf + c->sdispls[p] * c->sext, c->sendcounts[p],
-                             c->sendtype, p, MPII_RM_DIRECT_TAG, c->comm, r, c->errflag));
+                             c->sendtype, p, c->tag_direct, c->comm, r, c->errflag));
 }
 
 /* Waits for request i and frees it; its status stays readable until the next wait. */
-const MPI_Status *MPII_Tnbc_rm_wait_req(MPII_Rm_call_t * c, int i)
+MPI_Status MPII_Tnbc_rm_wait_req(MPII_Rm_call_t * c, int i)
 {
-    static MPI_Status status;   /* under MPICH's lock */
+    MPI_Status status = {.MPI_ERROR = MPI_ERR_OTHER };
     MPIR_Request *r = c->reqs[i];
 
+    if (!r)
+        return status;          /* never posted: its error is already noted */
     MPII_Tnbc_rm_note_error(c, MPIC_Wait(r, c->errflag));
     status = r->status;
     MPII_Tnbc_rm_note_error(c, status.MPI_ERROR);
     MPIR_Request_free(r);
     c->reqs[i] = NULL;
-    return &status;
+    return status;
 }
 
 int MPII_Tnbc_rm_setup_call(MPII_Rm_call_t * c)
@@ -130,6 +132,9 @@ int MPII_Tnbc_rm_setup_call(MPII_Rm_call_t * c)
 
     c->rank = comm->rank;
     c->size = comm->local_size;
+    if (MPIR_Sched_next_tag(comm, &c->tag_direct) || MPIR_Sched_next_tag(comm, &c->tag_aggregate)
+        || MPIR_Sched_next_tag(comm, &c->tag_forward))
+        return MPI_ERR_OTHER;
     MPIR_Datatype_get_extent_macro(c->sendtype, c->sext);
     MPIR_Datatype_get_extent_macro(c->recvtype, c->rext);
     MPIR_Datatype_get_size_macro(c->sendtype, ssize);

@@ -34,7 +34,7 @@ static void post_aggregate_recv(MPII_Rm_call_t * c, MPII_Rm_source_t * s)
         return;
     }
     int rc = MPIC_Irecv(s->buf, (MPI_Aint) (c->hdr_max + c->cap), MPI_BYTE, s->src,
-                        MPII_RM_AGGREGATE_TAG, c->comm, &s->req);
+                        c->tag_aggregate, c->comm, &s->req);
     if (rc) {
         MPII_Tnbc_rm_note_error(c, rc);
         s->done = 1;
@@ -132,15 +132,17 @@ static void reconcile(MPII_Rm_call_t * c, int i, int kind, size_t bytes, const c
             MPII_Tnbc_rm_post_direct_recv(c, i);        /* it completes as a truncation */
         return;
     }
-    if (posted >= 0) {
-        /* a direct receive no message will match */
+    if (posted >= 0 && c->reqs[posted]) {
+        /* a direct receive no message of this call will match (its tag is this call's) */
         MPIR_Request *r = c->reqs[posted];
         MPID_Cancel_recv(r);
         MPIR_Wait_impl(r, MPI_STATUS_IGNORE);
+        if (!MPIR_STATUS_GET_CANCEL_BIT(r->status))
+            MPII_Tnbc_rm_note_malformed(c);
         MPIR_Request_free(r);
         c->reqs[posted] = NULL;
-        c->direct_req[i] = -1;
     }
+    c->direct_req[i] = -1;
     if (kind == MPII_RM_NONE) {
         if (c->rbytes[i])
             MPII_Tnbc_rm_note_missing(c);
@@ -149,6 +151,13 @@ static void reconcile(MPII_Rm_call_t * c, int i, int kind, size_t bytes, const c
     } else {
         unpack_mine(c, i, data, bytes);
     }
+}
+
+/* An announcement, or a message whose stream delivered all of it (one that failed midway is
+ * left out: its receiver reports it missing). */
+static int forwardable(const MPII_Rm_slot_t * m)
+{
+    return m->buf ? m->got == m->total : m->direct != 0;
 }
 
 /* Each other process of my node gets one message: the directory of what my sources sent it,
@@ -161,7 +170,7 @@ static void forward(MPII_Rm_call_t * c, MPII_Rm_source_t * src, int nsrc)
         int n = 0;
         size_t bytes = 0;
         for (int k = 0; k < nsrc; k++) {
-            if (src[k].slots[l].buf || src[k].slots[l].direct) {
+            if (forwardable(&src[k].slots[l])) {
                 n++;
                 bytes += src[k].slots[l].buf ? src[k].slots[l].total : 0;
             }
@@ -178,21 +187,22 @@ static void forward(MPII_Rm_call_t * c, MPII_Rm_source_t * src, int nsrc)
         n = 0;
         for (int k = 0; k < nsrc; k++) {
             MPII_Rm_slot_t *m = &src[k].slots[l];
-            if (!m->buf && !m->direct)
+            if (!forwardable(m)) {
+                if (m->buf)
+                    MPII_Tnbc_rm_note_malformed(c);
                 continue;
+            }
             dir[1 + 2 * n] = src[k].src;
             if (!m->buf) {
                 dir[2 + 2 * n++] = -m->direct;  /* -(bytes + 1) */
                 continue;
             }
-            if (m->got != m->total)
-                MPII_Tnbc_rm_note_malformed(c);
             dir[2 + 2 * n++] = (int64_t) m->total;
             memcpy(p, m->buf, m->total);
             p += m->total;
         }
         MPII_Tnbc_rm_note_error(c, MPIC_Isend(buf, (MPI_Aint) (p - buf), MPI_BYTE, c->local[l],
-                                 MPII_RM_FORWARD_TAG, c->comm, r, c->errflag));
+                                 c->tag_forward, c->comm, r, c->errflag));
     }
 }
 
@@ -284,6 +294,8 @@ void MPII_Tnbc_rm_forward(MPII_Rm_call_t * c)
     }
     for (int k = 0; k < nsrc; k++) {
         if (src[k].req) {       /* only after a progress error */
+            MPID_Cancel_recv(src[k].req);
+            MPIR_Wait_impl(src[k].req, MPI_STATUS_IGNORE);
             MPIR_Request_free(src[k].req);
             MPL_free(src[k].buf);
         }
@@ -304,10 +316,12 @@ int MPII_Tnbc_rm_post_inboxes(MPII_Rm_call_t * c, MPII_Rm_inbox_t ** out)
         size_t bytes = 0;
         if (l == c->my_local)
             continue;
+        /* room for the most any sender merges, so that a message longer than I take is
+         * judged on its own, not by truncating the whole inbox */
         for (int i = 0; i < c->size; i++) {
             if (MPII_Tnbc_rm_forwards_for(c, f, i)) {
                 nsrc++;
-                bytes += c->rbytes[i];
+                bytes += c->merge_max;
             }
         }
         if (nsrc == 0)
@@ -322,7 +336,7 @@ int MPII_Tnbc_rm_post_inboxes(MPII_Rm_call_t * c, MPII_Rm_inbox_t ** out)
         }
         in[n].req = (int) (r - c->reqs);
         MPII_Tnbc_rm_note_error(c, MPIC_Irecv(in[n].buf, (MPI_Aint) in[n].cap, MPI_BYTE, f,
-                                 MPII_RM_FORWARD_TAG, c->comm, r));
+                                 c->tag_forward, c->comm, r));
         n++;
     }
     *out = in;

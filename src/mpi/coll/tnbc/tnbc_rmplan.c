@@ -66,6 +66,15 @@ double MPIR_Tnbc_rm_alpha(const int64_t * node_bytes, int nnodes, int a, int b)
     return 1.5 + log2(deg > 1 ? deg : 1);
 }
 
+/* The next aggregate's payload: alpha times this one, at least one byte more, at most cap. */
+static size_t grow(size_t t, double alpha, size_t cap)
+{
+    double next = (double) t * (alpha > 1.0 ? alpha : 1.0);
+    if (next < (double) t + 1)
+        next = (double) t + 1;
+    return next >= (double) cap ? cap : (size_t) next;
+}
+
 int MPIR_Tnbc_rm_split(const size_t * bytes, int n, size_t first_bytes, double alpha, size_t cap,
                        MPIR_Tnbc_rm_split_t * split)
 {
@@ -82,8 +91,7 @@ int MPIR_Tnbc_rm_split(const size_t * bytes, int n, size_t first_bytes, double a
     /* bound the number of aggregates: each one but the last is at least min(target_a, cap) */
     for (size_t t = target, left = total; left > 0; maxagg++) {
         left -= (left < t) ? left : t;
-        double next = (double) t * (alpha > 1.0 ? alpha : 1.0);
-        t = (next >= (double) cap) ? cap : (size_t) next;
+        t = grow(t, alpha, cap);
     }
     maxfrag = n + maxagg;
     split->first = malloc((maxagg + 1) * sizeof(int));
@@ -113,8 +121,7 @@ int MPIR_Tnbc_rm_split(const size_t * bytes, int n, size_t first_bytes, double a
         }
         if (room == 0 && msg < n) {
             split->first[++split->nagg] = split->nfrag;
-            double next = (double) target * (alpha > 1.0 ? alpha : 1.0);
-            target = (next >= (double) cap) ? cap : (size_t) next;
+            target = grow(target, alpha, cap);
             room = target;
         }
     }
