@@ -30,12 +30,19 @@ static int peers_in_order(MPIR_Tnbc_rm_order_t order, int me, const int64_t * re
     return n;
 }
 
+/* rank 3 (node 1) orders its 7 peers as want */
+static void assert_order(MPIR_Tnbc_rm_order_t order, const int64_t * recv_total, const int *want)
+{
+    int got[7];
+    ck_assert_int_eq(peers_in_order(order, 3, recv_total, got), 7);
+    for (int i = 0; i < 7; i++)
+        ck_assert_msg(got[i] == want[i], "position %d: %d, want %d", i, got[i], want[i]);
+}
+
 START_TEST(ring_order_starts_after_me)
 {
-    int got[7], want[7] = { 4, 5, 6, 7, 0, 1, 2 };
-    peers_in_order(MPIR_TNBC_RM_ORDER_RING, 3, NULL, got);
-    for (int i = 0; i < 7; i++)
-        ck_assert_int_eq(got[i], want[i]);
+    int want[7] = { 4, 5, 6, 7, 0, 1, 2 };
+    assert_order(MPIR_TNBC_RM_ORDER_RING, NULL, want);
 }
 END_TEST
 
@@ -43,20 +50,16 @@ START_TEST(near_first_groups_node_pairs_by_distance_then_weight)
 {
     /* rank 3 (node 1): node 1 (distance 0), nodes 0 and 2 (distance 1), node 3 (distance 2) */
     int64_t recv[8] = { 10, 50, 0, 0, 30, 70, 0, 0 };
-    int got[7], want[7] = { 2, 5, 4, 1, 0, 6, 7 };
-    peers_in_order(MPIR_TNBC_RM_ORDER_NEAR_FIRST, 3, recv, got);
-    for (int i = 0; i < 7; i++)
-        ck_assert_msg(got[i] == want[i], "position %d: %d, want %d", i, got[i], want[i]);
+    int want[7] = { 2, 5, 4, 1, 0, 6, 7 };
+    assert_order(MPIR_TNBC_RM_ORDER_NEAR_FIRST, recv, want);
 }
 END_TEST
 
 START_TEST(far_first_reverses_distance_only)
 {
     int64_t recv[8] = { 10, 50, 0, 0, 30, 70, 0, 0 };
-    int got[7], want[7] = { 6, 7, 5, 4, 1, 0, 2 };
-    peers_in_order(MPIR_TNBC_RM_ORDER_FAR_FIRST, 3, recv, got);
-    for (int i = 0; i < 7; i++)
-        ck_assert_msg(got[i] == want[i], "position %d: %d, want %d", i, got[i], want[i]);
+    int want[7] = { 6, 7, 5, 4, 1, 0, 2 };
+    assert_order(MPIR_TNBC_RM_ORDER_FAR_FIRST, recv, want);
 }
 END_TEST
 

@@ -148,23 +148,19 @@ static int make_streams(MPII_Rm_call_t * c, MPII_Rm_stream_t ** out, int *nout)
     }
     for (int b = 0; b < nn; b++)
         slot[b] = -1;
-    for (int i = 0; i <= st->nmsg; i++) {
-        int node = (i < st->nmsg) ? st->msgs[i].node : -1;
-        if (i == st->nmsg) {
-            /* nodes with no message, in ring order from ours */
-            for (int k = 1; k < nn; k++) {
-                int b = (c->my_node + k) % nn;
-                if (slot[b] < 0) {
-                    slot[b] = ns;
-                    s[ns++].node = b;
-                }
-            }
-            break;
+    for (int i = 0; i < st->nmsg; i++) {
+        int b = st->msgs[i].node;
+        if (b != c->my_node && slot[b] < 0) {
+            slot[b] = ns;
+            s[ns++].node = b;
         }
-        if (node == c->my_node || slot[node] >= 0)
-            continue;
-        slot[node] = ns;
-        s[ns++].node = node;
+    }
+    for (int k = 1; k < nn; k++) {      /* nodes with no message, in ring order from ours */
+        int b = (c->my_node + k) % nn;
+        if (slot[b] < 0) {
+            slot[b] = ns;
+            s[ns++].node = b;
+        }
     }
     int rc = MPI_SUCCESS;
     for (int k = 0; k < ns && rc == MPI_SUCCESS; k++) {
@@ -251,8 +247,6 @@ static int post_sends(MPII_Rm_call_t * c, int merge)
     free_streams(s, ns);
     return MPI_SUCCESS;
 }
-
-
 
 /* Receives first, so that no message arrives unexpected: direct ones (from my node, above the
  * merge limit, or all without merging), and one message from every forwarder of my node. */

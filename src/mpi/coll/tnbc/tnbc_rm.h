@@ -84,6 +84,7 @@ void MPII_Tnbc_rm_note_missing(MPII_Rm_call_t * c);
 MPIR_Request **MPII_Tnbc_rm_new_req(MPII_Rm_call_t * c);
 char *MPII_Tnbc_rm_new_buf(MPII_Rm_call_t * c, size_t bytes);
 int MPII_Tnbc_rm_forwarder_of(MPII_Rm_call_t * c, int sender, int node);
+int MPII_Tnbc_rm_local_index(MPII_Rm_call_t * c, int rank);
 int MPII_Tnbc_rm_forwards_for(MPII_Rm_call_t * c, int f, int i);
 void MPII_Tnbc_rm_post_direct_recv(MPII_Rm_call_t * c, int p);
 void MPII_Tnbc_rm_post_direct_send(MPII_Rm_call_t * c, int p);

@@ -80,6 +80,15 @@ int MPII_Tnbc_rm_forwarder_of(MPII_Rm_call_t * c, int sender, int node)
     return c->st->node_ranks[start[node] + sender % (start[node + 1] - start[node])];
 }
 
+/* The position of rank in my node's ranks, or -1 if it is not on my node. */
+int MPII_Tnbc_rm_local_index(MPII_Rm_call_t * c, int rank)
+{
+    for (int l = 0; l < c->nlocal; l++)
+        if (c->local[l] == rank)
+            return l;
+    return -1;
+}
+
 /* Whether process f of my node forwards the stream of sender i. */
 int MPII_Tnbc_rm_forwards_for(MPII_Rm_call_t * c, int f, int i)
 {
@@ -94,8 +103,9 @@ void MPII_Tnbc_rm_post_direct_recv(MPII_Rm_call_t * c, int p)
         return;
     }
     c->direct_req[p] = (int) (r - c->reqs);
-    MPII_Tnbc_rm_note_error(c, MPIC_Irecv(c->recvbuf + c->rdispls[p] * c->rext, c->recvcounts[p],
-                             c->recvtype, p, c->tag_direct, c->comm, r));
+    MPII_Tnbc_rm_note_error(c, MPIC_Irecv(c->recvbuf + c->rdispls[p] * c->rext,
+                                          c->recvcounts[p], c->recvtype, p, c->tag_direct,
+                                          c->comm, r));
 }
 
 void MPII_Tnbc_rm_post_direct_send(MPII_Rm_call_t * c, int p)
@@ -105,11 +115,12 @@ void MPII_Tnbc_rm_post_direct_send(MPII_Rm_call_t * c, int p)
         MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
         return;
     }
-    MPII_Tnbc_rm_note_error(c, MPIC_Isend(c->sendbuf + c->sdispls[p] * c->sext, c->sendcounts[p],
-                             c->sendtype, p, c->tag_direct, c->comm, r, c->errflag));
+    MPII_Tnbc_rm_note_error(c, MPIC_Isend(c->sendbuf + c->sdispls[p] * c->sext,
+                                          c->sendcounts[p], c->sendtype, p, c->tag_direct,
+                                          c->comm, r, c->errflag));
 }
 
-/* Waits for request i and frees it; its status stays readable until the next wait. */
+/* Waits for request i, frees it and returns its status. */
 MPI_Status MPII_Tnbc_rm_wait_req(MPII_Rm_call_t * c, int i)
 {
     MPI_Status status = {.MPI_ERROR = MPI_ERR_OTHER };
@@ -155,9 +166,7 @@ int MPII_Tnbc_rm_setup_call(MPII_Rm_call_t * c)
     c->my_node = c->st->node_of[c->rank];
     c->local = c->st->node_ranks + c->st->node_start[c->my_node];
     c->nlocal = c->st->node_start[c->my_node + 1] - c->st->node_start[c->my_node];
-    for (int l = 0; l < c->nlocal; l++)
-        if (c->local[l] == c->rank)
-            c->my_local = l;
+    c->my_local = MPII_Tnbc_rm_local_index(c, c->rank);
     c->cap = MPIR_CVAR_TNBC_RM_AGGREGATE_MAX > 0 ? (size_t) MPIR_CVAR_TNBC_RM_AGGREGATE_MAX : 1;
     c->merge_max = MPIR_CVAR_TNBC_RM_MERGE_MAX > 0 ? (size_t) MPIR_CVAR_TNBC_RM_MERGE_MAX : 0;
     c->direct_req = MPL_malloc(c->size * sizeof(int), MPL_MEM_COLL);

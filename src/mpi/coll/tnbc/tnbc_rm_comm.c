@@ -82,15 +82,14 @@ static int map_nodes(MPIR_Comm * comm, MPII_Rm_comm_t * st)
     st->node_ranks = MPL_malloc(size * sizeof(int), MPL_MEM_COLL);
     if (!st->node_start || !st->node_ranks)
         return MPI_ERR_NO_MEM;
-    for (int r = 0; r < size; r++)
-        st->node_start[st->node_of[r] + 1]++;
-    for (int b = 0; b < st->nnodes; b++)
-        st->node_start[b + 1] += st->node_start[b];
-    for (int r = 0, *fill = st->node_start; r < size; r++)
-        st->node_ranks[fill[st->node_of[r]]++] = r;
-    for (int b = st->nnodes; b > 0; b--)       /* the fill moved every start one node up */
-        st->node_start[b] = st->node_start[b - 1];
-    st->node_start[0] = 0;
+    int k = 0;
+    for (int b = 0; b < st->nnodes; b++) {
+        st->node_start[b] = k;
+        for (int r = 0; r < size; r++)
+            if (st->node_of[r] == b)
+                st->node_ranks[k++] = r;
+    }
+    st->node_start[st->nnodes] = k;
     return MPI_SUCCESS;
 }
 

@@ -41,12 +41,14 @@ static void post_aggregate_recv(MPII_Rm_call_t * c, MPII_Rm_source_t * s)
     }
 }
 
-static int local_index(MPII_Rm_call_t * c, int rank)
+/* Takes back a receive no message will match; 1 if it was indeed cancelled. */
+static int withdraw_recv(MPIR_Request * r)
 {
-    for (int l = 0; l < c->nlocal; l++)
-        if (c->local[l] == rank)
-            return l;
-    return -1;
+    MPID_Cancel_recv(r);
+    MPIR_Wait_impl(r, MPI_STATUS_IGNORE);       /* fills r->status, not the one it is given */
+    int cancelled = MPIR_STATUS_GET_CANCEL_BIT(r->status);
+    MPIR_Request_free(r);
+    return cancelled;
 }
 
 static void unpack_mine(MPII_Rm_call_t * c, int src, const char *data, size_t bytes)
@@ -55,6 +57,13 @@ static void unpack_mine(MPII_Rm_call_t * c, int src, const char *data, size_t by
     MPII_Tnbc_rm_note_error(c, MPIR_Typerep_unpack(data, bytes,
                                                    c->recvbuf + c->rdispls[src] * c->rext,
                                                    c->recvcounts[src], c->recvtype, 0, &actual));
+}
+
+/* A whole merged message of `bytes` from src that I can take at once: it fits, and I posted no
+ * direct receive for it (else reconcile() decides, after the stream). */
+static int expected_merged(MPII_Rm_call_t * c, int src, size_t bytes)
+{
+    return bytes <= c->rbytes[src] && c->direct_req[src] < 0;
 }
 
 /* One aggregate of source s arrived: my own messages are unpacked when whole and expected,
@@ -70,8 +79,11 @@ static void take_aggregate(MPII_Rm_call_t * c, MPII_Rm_source_t * s, const char 
         s->done = 1;
         return;
     }
-    for (int k = 0; k < nfrag; k++, payload += wf[k - 1].len) {
-        int l = (wf[k].dst >= 0 && wf[k].dst < c->size) ? local_index(c, (int) wf[k].dst) : -1;
+    for (int k = 0; k < nfrag; k++) {
+        const char *data = payload;
+        payload += wf[k].len;
+        int in_comm = wf[k].dst >= 0 && wf[k].dst < c->size;
+        int l = in_comm ? MPII_Tnbc_rm_local_index(c, (int) wf[k].dst) : -1;
         if (l < 0) {
             MPII_Tnbc_rm_note_malformed(c);
             continue;
@@ -84,9 +96,8 @@ static void take_aggregate(MPII_Rm_call_t * c, MPII_Rm_source_t * s, const char 
                 c->own[s->src] = MPII_RM_DIRECT;
             continue;
         }
-        if (mine && wf[k].len == wf[k].total && wf[k].total <= c->rbytes[s->src] &&
-            c->direct_req[s->src] < 0) {
-            unpack_mine(c, s->src, payload, wf[k].len);
+        if (mine && wf[k].len == wf[k].total && expected_merged(c, s->src, wf[k].total)) {
+            unpack_mine(c, s->src, data, wf[k].len);
             c->own[s->src] = MPII_RM_TAKEN;
             continue;
         }
@@ -102,13 +113,12 @@ static void take_aggregate(MPII_Rm_call_t * c, MPII_Rm_source_t * s, const char 
             MPII_Tnbc_rm_note_malformed(c);
             continue;
         }
-        memcpy(m->buf + wf[k].off, payload, wf[k].len);
+        memcpy(m->buf + wf[k].off, data, wf[k].len);
         m->got += wf[k].len;
         if (mine)
             c->own[s->src] = MPII_RM_MERGED;
         /* a fragment may end inside an element: mine are unpacked whole */
-        if (mine && m->got == m->total && m->total <= c->rbytes[s->src] &&
-            c->direct_req[s->src] < 0) {
+        if (mine && m->got == m->total && expected_merged(c, s->src, m->total)) {
             unpack_mine(c, s->src, m->buf, m->total);
             c->own[s->src] = MPII_RM_TAKEN;
         }
@@ -134,12 +144,8 @@ static void reconcile(MPII_Rm_call_t * c, int i, int kind, size_t bytes, const c
     }
     if (posted >= 0 && c->reqs[posted]) {
         /* a direct receive no message of this call will match (its tag is this call's) */
-        MPIR_Request *r = c->reqs[posted];
-        MPID_Cancel_recv(r);
-        MPIR_Wait_impl(r, MPI_STATUS_IGNORE);
-        if (!MPIR_STATUS_GET_CANCEL_BIT(r->status))
+        if (!withdraw_recv(c->reqs[posted]))
             MPII_Tnbc_rm_note_malformed(c);
-        MPIR_Request_free(r);
         c->reqs[posted] = NULL;
     }
     c->direct_req[i] = -1;
@@ -220,57 +226,47 @@ static int my_sources(MPII_Rm_call_t * c, MPII_Rm_source_t ** out)
     return n;
 }
 
-/* Receive every stream sent to me, then forward. */
-void MPII_Tnbc_rm_forward(MPII_Rm_call_t * c)
+/* One aggregate of source s has arrived (or failed): take it, and post the next one unless
+ * the stream has ended. */
+static void next_aggregate(MPII_Rm_call_t * c, MPII_Rm_source_t * s)
 {
-    MPII_Rm_source_t *src = NULL;
-    int nsrc = my_sources(c, &src);
-    if (nsrc < 0) {
-        MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
-        return;
-    }
-    if (nsrc == 0) {
-        MPL_free(src);
-        return;
-    }
-    for (int k = 0; k < nsrc; k++) {
-        src[k].slots = MPL_calloc(c->nlocal, sizeof(MPII_Rm_slot_t), MPL_MEM_COLL);
-        if (!src[k].slots) {
-            MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
-            src[k].done = 1;
-            continue;
-        }
-        post_aggregate_recv(c, &src[k]);
-    }
+    MPI_Status *status = &s->req->status;
+    char *buf = s->buf;
+    int err = status->MPI_ERROR;
 
+    MPIR_Process_status(status, c->errflag);
+    size_t len = MPIR_STATUS_GET_COUNT(*status);
+    MPIR_Request_free(s->req);
+    s->req = NULL;
+    s->buf = NULL;
+    if (err) {
+        MPII_Tnbc_rm_note_error(c, err);
+        s->done = 1;
+    } else {
+        take_aggregate(c, s, buf, len);
+        if (!s->done)
+            post_aggregate_recv(c, s);
+    }
+    MPL_free(buf);
+}
+
+/* Every stream sent to me, aggregate by aggregate in the order they arrive. */
+static void receive_streams(MPII_Rm_call_t * c, MPII_Rm_source_t * src, int nsrc)
+{
     MPID_Progress_state progress_state;
+
+    for (int k = 0; k < nsrc; k++)
+        if (src[k].slots)
+            post_aggregate_recv(c, &src[k]);
     MPID_Progress_start(&progress_state);
     for (;;) {
         int open = 0, made = 0;
         for (int k = 0; k < nsrc; k++) {
-            MPII_Rm_source_t *s = &src[k];
-            if (s->req && MPIR_Request_is_complete(s->req)) {
-                MPI_Status *status = &s->req->status;
-                char *buf = s->buf;
-                size_t len = MPIR_STATUS_GET_COUNT(*status);
-                int err = status->MPI_ERROR;
-                if (!err && MPIR_TAG_CHECK_ERROR_BIT(status->MPI_TAG))
-                    *c->errflag = MPIR_ERR_OTHER;
-                MPIR_Request_free(s->req);
-                s->req = NULL;
-                s->buf = NULL;
+            if (src[k].req && MPIR_Request_is_complete(src[k].req)) {
+                next_aggregate(c, &src[k]);
                 made = 1;
-                if (err) {
-                    MPII_Tnbc_rm_note_error(c, err);
-                    s->done = 1;
-                } else {
-                    take_aggregate(c, s, buf, len);
-                    if (!s->done)
-                        post_aggregate_recv(c, s);
-                }
-                MPL_free(buf);
             }
-            open += s->req != NULL;
+            open += src[k].req != NULL;
         }
         if (!open)
             break;
@@ -283,8 +279,11 @@ void MPII_Tnbc_rm_forward(MPII_Rm_call_t * c)
         }
     }
     MPID_Progress_end(&progress_state);
+}
 
-    forward(c, src, nsrc);
+/* My own messages from the streams, as any receiver reconciles its forwarder's directory. */
+static void reconcile_own(MPII_Rm_call_t * c, MPII_Rm_source_t * src, int nsrc)
+{
     for (int k = 0; k < nsrc; k++) {
         MPII_Rm_slot_t *m = src[k].slots ? &src[k].slots[c->my_local] : NULL;
         int kind = c->own[src[k].src];
@@ -292,16 +291,42 @@ void MPII_Tnbc_rm_forward(MPII_Rm_call_t * c)
             kind = MPII_RM_NONE;        /* an incomplete stream: already an error */
         reconcile(c, src[k].src, kind, m ? m->total : 0, m ? m->buf : NULL);
     }
+}
+
+static void free_sources(MPII_Rm_source_t * src, int nsrc)
+{
     for (int k = 0; k < nsrc; k++) {
         if (src[k].req) {       /* only after a progress error */
-            MPID_Cancel_recv(src[k].req);
-            MPIR_Wait_impl(src[k].req, MPI_STATUS_IGNORE);
-            MPIR_Request_free(src[k].req);
+            withdraw_recv(src[k].req);
             MPL_free(src[k].buf);
         }
         MPL_free(src[k].slots);
     }
     MPL_free(src);
+}
+
+/* Receive every stream sent to me, forward, and take my own messages. */
+void MPII_Tnbc_rm_forward(MPII_Rm_call_t * c)
+{
+    MPII_Rm_source_t *src = NULL;
+    int nsrc = my_sources(c, &src);
+
+    if (nsrc < 0) {
+        MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+        return;
+    }
+    for (int k = 0; k < nsrc; k++) {
+        src[k].slots = MPL_calloc(c->nlocal, sizeof(MPII_Rm_slot_t), MPL_MEM_COLL);
+        if (!src[k].slots) {
+            MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+            src[k].done = 1;
+        }
+    }
+    receive_streams(c, src, nsrc);
+    if (nsrc > 0)
+        forward(c, src, nsrc);
+    reconcile_own(c, src, nsrc);
+    free_sources(src, nsrc);
 }
 
 /* One message from every other process of my node that forwards for some remote sender. */
