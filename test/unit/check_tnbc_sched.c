@@ -331,7 +331,7 @@ START_TEST(receive_bodies_follow_the_access_order)
         o[p] = p * 5 * E;
     }
     MPIR_Tnbc_sched_init(&s);
-    ck_assert_int_eq(MPIR_Tnbc_sched_alltoallv_ordered(&s, 0, N, b, o, b, o, pos),
+    ck_assert_int_eq(MPIR_Tnbc_sched_alltoallv_ordered(&s, 0, N, b, o, b, o, pos, NULL),
                      MPIR_TNBC_SCHED_OK);
     /* edges still go first; then the receive bodies by position */
     int last_pos = -1, seen_body = 0;
@@ -356,6 +356,34 @@ START_TEST(receive_bodies_follow_the_access_order)
     MPIR_Tnbc_sched_recv_sub_peers(&s, peer);
     for (int k = 0; k < s.nrecv_sub; k++)
         ck_assert_int_eq(peer[k], (int) (s.recv_sub_off[k] / (5 * E)));
+    MPIR_Tnbc_sched_free(&s);
+}
+END_TEST
+
+START_TEST(send_bodies_follow_a_reorder_plan)
+{
+    MPIR_Tnbc_sched_t s;
+    const size_t E = MPIR_TNBC_SCHED_EDGE;
+    enum { N = 5 };
+    size_t b[N], o[N];
+    const int pos[N] = { 0, 3, 1, 0, 2 };       /* to 3 first, then 2, 4, 1 (0 is me) */
+    for (int p = 0; p < N; p++) {
+        b[p] = 5 * E;
+        o[p] = p * 5 * E;
+    }
+    MPIR_Tnbc_sched_init(&s);
+    ck_assert_int_eq(MPIR_Tnbc_sched_alltoallv_ordered(&s, 0, N, b, o, b, o, NULL, pos),
+                     MPIR_TNBC_SCHED_OK);
+    int last_pos = -1, sends = 0;
+    for (int j = 0; j < s.n; j++) {
+        MPIR_Tnbc_entry_t *e = &s.entries[s.order[j]];
+        if (e->kind != MPIR_TNBC_SEND || e->len == E)
+            continue;
+        ck_assert_int_gt(pos[e->peer], last_pos);
+        last_pos = pos[e->peer];
+        sends++;
+    }
+    ck_assert_int_eq(sends, N - 1);
     MPIR_Tnbc_sched_free(&s);
 }
 END_TEST
@@ -683,6 +711,7 @@ static Suite *sched_suite(void)
     tcase_add_test(a, alltoallv_overlapping_sends_are_allowed);
     tcase_add_test(a, large_pieces_travel_as_edges_first);
     tcase_add_test(a, receive_bodies_follow_the_access_order);
+    tcase_add_test(a, send_bodies_follow_a_reorder_plan);
     tcase_add_test(a, neighbor_lists_deliver_as_mpich_matches);
     suite_add_tcase(s, a);
     TCase *b = tcase_create("bcast");

@@ -26,6 +26,7 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_reorder_merge.c \
     src/mpi/coll/tnbc/tnbc_rm_call.c \
     src/mpi/coll/tnbc/tnbc_rm_comm.c \
+    src/mpi/coll/tnbc/tnbc_rm_forms.c \
     src/mpi/coll/tnbc/tnbc_rm_forward.c \
     src/mpi/coll/tnbc/tnbc_rmplan.c \
     src/mpi/coll/tnbc/tnbc_sched.c \

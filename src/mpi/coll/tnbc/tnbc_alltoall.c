@@ -13,6 +13,7 @@
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
+#include "tnbc_rm.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -157,15 +158,42 @@ static int unpack_side(const char *packed, const MPII_Tnbc_side_t * side, int n,
     goto fn_exit;
 }
 
-/* Every rank in ring order, or the neighbour lists of a topology. */
+/* Every rank in ring order (or receives by access order, sends by a reorder plan), or the
+ * neighbour lists of a topology. */
 static int build(MPIR_Tnbc_sched_t * s, int rank, const MPII_Tnbc_nbrs_t * nbrs, int ns,
                  const size_t * sbytes, const size_t * soff, int nr, const size_t * rbytes,
-                 const size_t * roff, const int *recv_pos)
+                 const size_t * roff, const int *recv_pos, const int *send_pos)
 {
     if (nbrs)
         return MPIR_Tnbc_sched_neighbor(s, ns, nbrs->dsts, sbytes, soff, nr, nbrs->srcs, rbytes,
                                         roff, nbrs->recv_reversed);
-    return MPIR_Tnbc_sched_alltoallv_ordered(s, rank, ns, sbytes, soff, rbytes, roff, recv_pos);
+    return MPIR_Tnbc_sched_alltoallv_ordered(s, rank, ns, sbytes, soff, rbytes, roff, recv_pos,
+                                             send_pos);
+}
+
+/* With MPIR_CVAR_ALLTOALL(V)_INTRA_ALGORITHM=reorder or reorder_merge, the sends follow the
+ * reorder plan (tnbc_rm_comm.c); merging is the blocking algorithm's alone. The order does not
+ * change what matches what: a plan that cannot be made leaves the ring order. */
+static const int *send_order(MPIR_Tnbc_coll_t coll, MPIR_Comm * comm_ptr,
+                             const MPII_Tnbc_nbrs_t * nbrs, const size_t * sbytes,
+                             const size_t * rbytes, int *send_pos)
+{
+    int reorder = 0;
+    if (nbrs)
+        return NULL;
+    if (coll == MPIR_TNBC_COLL_ALLTOALL)
+        reorder = (MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM ==
+                   MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM_reorder ||
+                   MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM ==
+                   MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM_reorder_merge);
+    else if (coll == MPIR_TNBC_COLL_ALLTOALLV)
+        reorder = (MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM ==
+                   MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM_reorder ||
+                   MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM ==
+                   MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM_reorder_merge);
+    if (!reorder || MPII_Tnbc_rm_send_positions(comm_ptr, sbytes, rbytes, send_pos))
+        return NULL;
+    return send_pos;
 }
 
 /* The access order of the call site, for the pairwise layout: block p is source p's piece. It
@@ -213,7 +241,8 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
     MPII_Tnbc_op_t *op = NULL;
     size_t *sbytes, *soff, *rbytes, *roff;
     size_t largest = 0, largest_recv = 0;
-    MPIR_CHKLMEM_DECL(4);
+    int *send_pos_space;
+    MPIR_CHKLMEM_DECL(5);
 
     *handled = 0;
     int in_place = (send_side->buf == MPI_IN_PLACE);
@@ -255,6 +284,9 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
     args.small = ((largest_recv ? largest_recv : largest) < MPII_Tnbc_policy.min_bytes);
     MPIR_Tnbc_site_t *site;
     const int *recv_pos = access_order(&args, nbrs, nr, rbytes, &site);
+    MPIR_CHKLMEM_MALLOC(send_pos_space, int *, (ns + 1) * sizeof(int), mpi_errno, "send_pos",
+                        MPL_MEM_COLL);
+    const int *send_pos = send_order(coll, comm_ptr, nbrs, sbytes, rbytes, send_pos_space);
 
     /* Send space: the user's bytes in place when flat, else packed (MPI_IN_PLACE: always a
      * copy, as the receive buffer is overwritten). */
@@ -278,7 +310,8 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
     }
     int rc = MPIR_TNBC_SCHED_ERR_OVERLAP;
     if (recv_flat)
-        rc = build(&args.sched, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff, recv_pos);
+        rc = build(&args.sched, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff, recv_pos,
+                   send_pos);
     if (rc == MPIR_TNBC_SCHED_ERR_OVERLAP) {
         size_t total = 0;
         MPIR_Tnbc_sched_free(&args.sched);
@@ -288,7 +321,8 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
         }
         args.recv_user = NULL;
         args.recv_packed = 1;
-        rc = build(&args.sched, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff, recv_pos);
+        rc = build(&args.sched, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff, recv_pos,
+                   send_pos);
     }
     /* the self pair's type signatures differ: erroneous, and only this process is involved */
     MPIR_ERR_CHKANDJUMP(rc == MPIR_TNBC_SCHED_ERR_ARG, mpi_errno, MPI_ERR_TRUNCATE, "**truncate");

@@ -3,8 +3,8 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* Alltoallv algorithms "reorder", "merge" and "reorder_merge" (MPIR_CVAR_ALLTOALLV_INTRA_
- * ALGORITHM), planned by tnbc_rmplan.c.
+/* The exchange of the "reorder", "merge" and "reorder_merge" algorithms (selected as MPICH
+ * selects any algorithm; the entry points are tnbc_rm_forms.c), planned by tnbc_rmplan.c.
  *
  * Every process sends its messages in plan order. With merging, its messages of at most
  * MPIR_CVAR_TNBC_RM_MERGE_MAX bytes for a remote node go as one stream of growing aggregates to
@@ -29,7 +29,7 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : |-
-        Node-pair distance order of the reorder and reorder_merge Alltoallv algorithms
+        Node-pair distance order of the reorder and reorder_merge algorithms
         near_first - messages to nearer nodes (by node number) first
         far_first  - messages to farther nodes first
 
@@ -285,11 +285,12 @@ static void complete(MPII_Rm_call_t * c, MPII_Rm_inbox_t * inbox, int ninbox)
             MPII_Tnbc_rm_wait_req(c, i);
 }
 
-static int rm_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
-                        const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
-                        const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
-                        MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
-                        int reorder, int merge)
+/* The exchange of an Alltoallv (the other forms become one, tnbc_rm_forms.c); not in place. */
+int MPII_Tnbc_rm_exchange(const void *sendbuf, const MPI_Aint * sendcounts,
+                          const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
+                          const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
+                          MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
+                          int reorder, int merge)
 {
     int mpi_errno = MPI_SUCCESS;
     MPII_Rm_call_t c = {.comm = comm_ptr,.sendbuf = sendbuf,.sendcounts = sendcounts,
@@ -299,21 +300,13 @@ static int rm_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     MPII_Rm_inbox_t *inbox = NULL;
     int ninbox = 0;
 
-    if (sendbuf == MPI_IN_PLACE)        /* a tuning file may choose us without the restriction */
-        return MPIR_Alltoallv_intra_pairwise_sendrecv_replace(sendbuf, sendcounts, sdispls,
-                                                              sendtype, recvbuf, recvcounts,
-                                                              rdispls, recvtype, comm_ptr,
-                                                              errflag);
     mpi_errno = MPII_Tnbc_rm_comm_get(comm_ptr, &c.st);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPII_Tnbc_rm_setup_call(&c);
     MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**nomem");
     mpi_errno = MPII_Tnbc_rm_update_graph(&c);
     MPIR_ERR_CHECK(mpi_errno);
-    MPIR_Tnbc_rm_order_t order = !reorder ? MPIR_TNBC_RM_ORDER_RING :
-        (MPIR_CVAR_TNBC_RM_DISTANCE == MPIR_CVAR_TNBC_RM_DISTANCE_far_first) ?
-        MPIR_TNBC_RM_ORDER_FAR_FIRST : MPIR_TNBC_RM_ORDER_NEAR_FIRST;
-    mpi_errno = MPII_Tnbc_rm_plan(&c, order);
+    mpi_errno = MPII_Tnbc_rm_plan(&c, reorder);
     MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**nomem");
 
     /* from the first receive on, errors are noted and the call goes on: others wait for our
@@ -339,34 +332,4 @@ static int rm_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     return mpi_errno;
   fn_fail:
     goto fn_exit;
-}
-
-int MPIR_Alltoallv_intra_reorder(const void *sendbuf, const MPI_Aint sendcounts[],
-                                 const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
-                                 const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
-                                 MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
-                                 MPIR_Errflag_t * errflag)
-{
-    return rm_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                        recvtype, comm_ptr, errflag, 1, 0);
-}
-
-int MPIR_Alltoallv_intra_merge(const void *sendbuf, const MPI_Aint sendcounts[],
-                               const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
-                               const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
-                               MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
-                               MPIR_Errflag_t * errflag)
-{
-    return rm_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                        recvtype, comm_ptr, errflag, 0, 1);
-}
-
-int MPIR_Alltoallv_intra_reorder_merge(const void *sendbuf, const MPI_Aint sendcounts[],
-                                       const MPI_Aint sdispls[], MPI_Datatype sendtype,
-                                       void *recvbuf, const MPI_Aint recvcounts[],
-                                       const MPI_Aint rdispls[], MPI_Datatype recvtype,
-                                       MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag)
-{
-    return rm_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                        recvtype, comm_ptr, errflag, 1, 1);
 }

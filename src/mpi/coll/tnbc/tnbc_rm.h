@@ -3,10 +3,12 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* What the reorder + merge Alltoallv files share: a communicator's kept state (tnbc_rm_comm.c),
- * one call's view with its requests, buffers and errors (tnbc_rm_call.c), the forwarder and
- * receiving side of merged streams (tnbc_rm_forward.c); the algorithm is tnbc_reorder_merge.c.
- * Calls go one way: algorithm -> forward -> call; comm is called by the algorithm only. */
+/* What the reorder + merge files share: the Alltoallv, Alltoall and Neighbor_alltoallv entry
+ * points (tnbc_rm_forms.c), the exchange they all become (tnbc_reorder_merge.c), a
+ * communicator's kept state (tnbc_rm_comm.c), one call's view with its requests, buffers and
+ * errors (tnbc_rm_call.c), the forwarder and receiving side of merged streams
+ * (tnbc_rm_forward.c). Calls go one way: forms -> exchange -> forward -> call; comm is called by
+ * forms, exchange and T-NBC's pairwise builder. */
 
 #ifndef TNBC_RM_H_INCLUDED
 #define TNBC_RM_H_INCLUDED
@@ -24,6 +26,8 @@ typedef struct {
     MPIR_Tnbc_rm_cache_t cache;
     MPIR_Tnbc_rm_msg_t *msgs;   /* the ordered plan for cache's key */
     int nmsg;
+    int nbrs_simple;            /* neighbour lists without repeats on every process: 1, 0,
+                                 * or -1 not known yet */
 } MPII_Rm_comm_t;
 
 /* One call's view of the exchange. */
@@ -69,10 +73,19 @@ typedef struct {
     int req;                    /* index into the call's requests */
 } MPII_Rm_inbox_t;
 
+/* tnbc_reorder_merge.c */
+int MPII_Tnbc_rm_exchange(const void *sendbuf, const MPI_Aint * sendcounts,
+                          const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
+                          const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
+                          MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
+                          int reorder, int merge);
+
 /* tnbc_rm_comm.c */
 int MPII_Tnbc_rm_comm_get(MPIR_Comm * comm, MPII_Rm_comm_t ** out);
 int MPII_Tnbc_rm_update_graph(MPII_Rm_call_t * c);
-int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, MPIR_Tnbc_rm_order_t order);
+int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, int reorder);
+int MPII_Tnbc_rm_send_positions(MPIR_Comm * comm, const size_t * sbytes, const size_t * rbytes,
+                                int *send_pos);
 
 /* tnbc_rm_call.c */
 int MPII_Tnbc_rm_setup_call(MPII_Rm_call_t * c);

@@ -110,6 +110,7 @@ int MPII_Tnbc_rm_comm_get(MPIR_Comm * comm, MPII_Rm_comm_t ** out)
     if (!flag) {
         st = MPL_calloc(1, sizeof(*st), MPL_MEM_COLL);
         MPIR_ERR_CHKANDJUMP(!st, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        st->nbrs_simple = -1;
         mpi_errno = map_nodes(comm, st);
         if (mpi_errno) {
             rm_delete_fn(MPI_COMM_NULL, rm_keyval, st, NULL);
@@ -171,10 +172,13 @@ int MPII_Tnbc_rm_update_graph(MPII_Rm_call_t * c)
 }
 
 /* The ordered list of this process's messages (self excluded), kept while the counts and the
- * graph stay the same. */
-int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, MPIR_Tnbc_rm_order_t order)
+ * graph stay the same; without reordering, in ring order. */
+int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, int reorder)
 {
     MPII_Rm_comm_t *st = c->st;
+    MPIR_Tnbc_rm_order_t order = !reorder ? MPIR_TNBC_RM_ORDER_RING :
+        (MPIR_CVAR_TNBC_RM_DISTANCE == MPIR_CVAR_TNBC_RM_DISTANCE_far_first) ?
+        MPIR_TNBC_RM_ORDER_FAR_FIRST : MPIR_TNBC_RM_ORDER_NEAR_FIRST;
     uint64_t sig = MPIR_Tnbc_rm_signature(c->sbytes, c->rbytes, c->size) ^ (uint64_t) order;
 
     if (MPIR_Tnbc_rm_cache_lookup(&st->cache, sig, st->graph_gen))
@@ -199,4 +203,34 @@ int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, MPIR_Tnbc_rm_order_t order)
     }
     MPIR_Tnbc_rm_order(m, st->nmsg, c->my_node, c->rank, c->size, order);
     return MPI_SUCCESS;
+}
+
+/* T-NBC's pairwise schedule sends in the reorder plan's order too, so that the two do not
+ * compete: send_pos[p] is the position of the message to p, 0 first (self and empty ones
+ * last). Every process of a T-NBC Alltoall(v) comes here alike, so the graph is learnt on the
+ * same calls as in the blocking algorithm. */
+int MPII_Tnbc_rm_send_positions(MPIR_Comm * comm, const size_t * sbytes, const size_t * rbytes,
+                                int *send_pos)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    MPII_Rm_call_t c = {.comm = comm,.rank = comm->rank,.size = comm->local_size,
+        .sbytes = (size_t *) sbytes,.rbytes = (size_t *) rbytes,.errflag = &errflag
+    };
+
+    mpi_errno = MPII_Tnbc_rm_comm_get(comm, &c.st);
+    MPIR_ERR_CHECK(mpi_errno);
+    c.my_node = c.st->node_of[c.rank];
+    mpi_errno = MPII_Tnbc_rm_update_graph(&c);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPII_Tnbc_rm_plan(&c, 1);
+    MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    for (int p = 0; p < c.size; p++)
+        send_pos[p] = c.size;
+    for (int i = 0; i < c.st->nmsg; i++)
+        send_pos[c.st->msgs[i].peer] = i;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }

@@ -141,7 +141,8 @@ int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
                               const size_t * sbytes, const size_t * soff,
                               const size_t * rbytes, const size_t * roff)
 {
-    return MPIR_Tnbc_sched_alltoallv_ordered(s, rank, size, sbytes, soff, rbytes, roff, NULL);
+    return MPIR_Tnbc_sched_alltoallv_ordered(s, rank, size, sbytes, soff, rbytes, roff, NULL,
+                                             NULL);
 }
 
 void MPIR_Tnbc_sched_recv_sub_peers(const MPIR_Tnbc_sched_t * s, int *peer)
@@ -158,7 +159,7 @@ void MPIR_Tnbc_sched_recv_sub_peers(const MPIR_Tnbc_sched_t * s, int *peer)
 int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
                                       const size_t * sbytes, const size_t * soff,
                                       const size_t * rbytes, const size_t * roff,
-                                      const int *recv_pos)
+                                      const int *recv_pos, const int *send_pos)
 {
     int rc;
 
@@ -196,7 +197,9 @@ int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
         for (int k = 0; k < npieces; k++) {
             MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, to, MPIR_TNBC_SPACE_SEND,
                                                   soff[to] + off[k], len[k],
-                                                  piece_prio(k, npieces, step, size));
+                                                  piece_prio(k, npieces,
+                                                             send_pos ? send_pos[to] : step,
+                                                             size));
             e.sub = MPII_Tnbc_sched_send_sub(s, e.off, len[k]);
             if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return rc;

@@ -104,12 +104,13 @@ void MPIR_Tnbc_sched_free(MPIR_Tnbc_sched_t * s);
 int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
                               const size_t * sbytes, const size_t * soff,
                               const size_t * rbytes, const size_t * roff);
-/* The same, with the receive bodies posted by recv_pos[from] (0 first: the access order)
- * instead of ring order; edges still go first. recv_pos NULL: ring order. */
+/* The same, with the receive bodies posted by recv_pos[from] (0 first: the access order) and
+ * the send bodies by send_pos[to] (0 first: a reorder plan) instead of ring order; edges still
+ * go first. NULL: ring order. */
 int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
                                       const size_t * sbytes, const size_t * soff,
                                       const size_t * rbytes, const size_t * roff,
-                                      const int *recv_pos);
+                                      const int *recv_pos, const int *send_pos);
 
 /* The entry is a body: no process waits for it before returning, so it may be held back. */
 static inline int MPIR_Tnbc_entry_is_body(const MPIR_Tnbc_sched_t * s, const MPIR_Tnbc_entry_t * e)

@@ -3,16 +3,20 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* Alltoallv workloads for the reorder + merge algorithms (the algorithm comes from the
- * environment, MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM):
+/* Exchange workloads for the reorder + merge algorithms (the algorithm comes from the
+ * environment: MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM, MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM or
+ * MPIR_CVAR_NEIGHBOR_ALLTOALLV_INTRA_ALGORITHM):
  *
- *   tnbc_exchange PATTERN BYTES ITERS
+ *   tnbc_exchange [alltoallv|alltoall|neighbor] PATTERN BYTES ITERS
  *
  * uniform (BYTES to every rank), skewed (BYTES between a few heavy pairs, BYTES/64 elsewhere),
  * stencil2d / stencil3d (BYTES to the 4 / 6 neighbours on a periodic process grid), particles
  * (random sparse: each pair with probability 1/4, up to BYTES, new every iteration), small (many
- * small messages: BYTES to every rank, meant for a few dozen bytes). Prints per iteration the
- * maximum over ranks of the Alltoallv time, then the median; every byte is checked once. */
+ * small messages: BYTES to every rank, meant for a few dozen bytes). The collective is
+ * MPI_Alltoallv (the default), MPI_Alltoall (uniform and small only) or MPI_Neighbor_alltoallv
+ * on a distributed graph of the pairs the first iteration exchanges (not particles). Prints per
+ * iteration the maximum over ranks of the collective's time, then the median; every byte is
+ * checked once. */
 
 #include <mpi.h>
 #include <stdio.h>
@@ -73,23 +77,65 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+enum { ALLTOALLV, ALLTOALL, NEIGHBOR };
+
+/* The graph of what the first iteration exchanges, neighbours in rank order. */
+static MPI_Comm neighbour_comm(const char *pattern, int rank, int size, int bytes, int *nbrs,
+                               int *n)
+{
+    int in = 0, out = 0;
+    int *srcs = malloc(size * sizeof(int)), *dsts = malloc(size * sizeof(int));
+    for (int p = 0; p < size; p++) {
+        if (p != rank && bytes_of(pattern, p, rank, size, bytes, 0) > 0)
+            srcs[in++] = p;
+        if (p != rank && bytes_of(pattern, rank, p, size, bytes, 0) > 0)
+            dsts[out++] = p;
+    }
+    MPI_Comm g;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, in, srcs, MPI_UNWEIGHTED, out, dsts,
+                                   MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g);
+    for (int k = 0; k < out; k++)
+        nbrs[k] = dsts[k];
+    *n = out;
+    free(srcs);
+    free(dsts);
+    return g;
+}
+
+static int usage(int rank)
+{
+    if (rank == 0)
+        fprintf(stderr, "usage: tnbc_exchange [alltoallv|alltoall|neighbor] uniform|skewed|"
+                "stencil2d|stencil3d|particles|small BYTES ITERS\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
-    int rank, size;
+    int rank, size, coll = ALLTOALLV;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc < 4 || bytes_of(argv[1], 0, 0, size, 1, 0) < 0) {
-        if (rank == 0)
-            fprintf(stderr, "usage: tnbc_exchange uniform|skewed|stencil2d|stencil3d|particles|"
-                    "small BYTES ITERS\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
+    if (argc == 5) {
+        coll = !strcmp(argv[1], "alltoall") ? ALLTOALL : !strcmp(argv[1], "neighbor") ?
+            NEIGHBOR : !strcmp(argv[1], "alltoallv") ? ALLTOALLV : -1;
+        argv++;
+        argc--;
     }
+    if (argc != 4 || coll < 0 || bytes_of(argv[1], 0, 0, size, 1, 0) < 0 ||
+        (coll == ALLTOALL && strcmp(argv[1], "uniform") && strcmp(argv[1], "small")) ||
+        (coll == NEIGHBOR && !strcmp(argv[1], "particles")))
+        return usage(rank);
     const char *pattern = argv[1];
     int bytes = atoi(argv[2]), iters = atoi(argv[3]), errs = 0;
     int *sc = malloc(size * sizeof(int)), *sd = malloc(size * sizeof(int));
     int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
+    int *nbrs = malloc(size * sizeof(int)), nn = 0;
     double *t = malloc((iters + 1) * sizeof(double));
+    MPI_Comm comm = MPI_COMM_WORLD;
+    if (coll == NEIGHBOR)
+        comm = neighbour_comm(pattern, rank, size, bytes, nbrs, &nn);
 
     for (int it = 0; it <= iters; it++) {
         int stot = 0, rtot = 0;
@@ -105,15 +151,29 @@ int main(int argc, char **argv)
         for (int p = 0; p < size; p++)
             for (int i = 0; i < sc[p]; i++)
                 sbuf[sd[p] + i] = (unsigned char) (rank * 31 + p * 7 + i);
+        /* a neighbourhood's counts, in neighbour order (the graph is symmetric) */
+        int nsc[nn + 1], nsd[nn + 1], nrc[nn + 1], nrd[nn + 1];
+        for (int k = 0; k < nn; k++) {
+            nsc[k] = sc[nbrs[k]];
+            nsd[k] = sd[nbrs[k]];
+            nrc[k] = rc[nbrs[k]];
+            nrd[k] = rd[nbrs[k]];
+        }
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
+        if (coll == ALLTOALL)
+            MPI_Alltoall(sbuf, bytes, MPI_BYTE, rbuf, bytes, MPI_BYTE, comm);
+        else if (coll == NEIGHBOR)
+            MPI_Neighbor_alltoallv(sbuf, nsc, nsd, MPI_BYTE, rbuf, nrc, nrd, MPI_BYTE, comm);
+        else
+            MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rc, rd, MPI_BYTE, comm);
         double dt = MPI_Wtime() - t0;
         MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (it == 1)
             for (int p = 0; p < size; p++)
                 for (int i = 0; i < rc[p]; i++)
-                    errs += rbuf[rd[p] + i] != (unsigned char) (p * 31 + rank * 7 + i);
+                    errs += (coll != NEIGHBOR || p != rank) &&
+                        rbuf[rd[p] + i] != (unsigned char) (p * 31 + rank * 7 + i);
         if (it > 0)     /* the first call learns the node graph */
             t[it - 1] = dt * 1e3;
         free(sbuf);
@@ -127,6 +187,8 @@ int main(int argc, char **argv)
         printf("%s %d bytes: median %.3f ms over %d iterations, %s\n", pattern, bytes,
                t[iters / 2], iters, errs ? "DATA ERRORS" : "data ok");
     }
+    if (comm != MPI_COMM_WORLD)
+        MPI_Comm_free(&comm);
     MPI_Finalize();
     return errs != 0;
 }
