@@ -9,11 +9,38 @@
  * holes, in place (a fallback) and on a split communicator; Neighbor_alltoallv on a
  * distributed graph with irregular degrees, changing counts and a self edge, on a periodic ring
  * (a repeated neighbour when there are two processes: the stock path), on a non-periodic grid
- * (MPI_PROC_NULL neighbours), and on a graph with a repeated edge (the stock path everywhere). */
+ * (MPI_PROC_NULL neighbours), and on a graph where rank 0 alone repeats an edge (the stock path
+ * on every process). The MPI_T counters tnbc_rm_* show which path each call took. */
 
 #include "mpitest.h"
+#include "tnbc_test_pvar.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+static MPI_T_pvar_session session;
+static int ours_alltoall, reorder_alltoall, ours_neighbor, tnbc_on;
+
+static int is_ours(const char *cvar, int reorder_only)
+{
+    const char *v = getenv(cvar);
+    return v && (!strcmp(v, "reorder") || !strcmp(v, "reorder_merge") ||
+                 (!reorder_only && !strcmp(v, "merge")));
+}
+
+/* The growth of counter name since *before must be want; *before moves on. */
+static int expect(const char *what, const char *name, unsigned long long *before,
+                  unsigned long long want)
+{
+    unsigned long long now = tnbc_read_pvar(session, name), grew = now - *before;
+    *before = now;
+    if (grew == want)
+        return 0;
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    fprintf(stderr, "rank %d %s: %s grew by %llu, want %llu\n", rank, what, name, grew, want);
+    return 1;
+}
 
 static int value(int src, int dst, int i)
 {
@@ -177,7 +204,7 @@ static int dist_graph(MPI_Comm comm, int repeated)
     int rank, errs = 0, d[5];
     MPI_Comm_rank(comm, &rank);
     int n = irregular_dsts(rank, d);
-    if (repeated)
+    if (repeated && rank == 0)  /* only rank 0 and d[0] see it: the paths must agree */
         d[n++] = d[0];
     MPI_Comm g;
     MPI_Dist_graph_create(comm, 1, &rank, &n, d, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g);
@@ -205,17 +232,36 @@ static int cart(MPI_Comm comm, int ndims, int periodic)
 
 int main(int argc, char **argv)
 {
-    int errs = 0, rank;
+    int errs = 0, rank, provided;
     MTest_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_pvar_session_create(&session);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    const char *env = getenv("MPIR_CVAR_TNBC_ENABLE");
+    tnbc_on = env && !strcmp(env, "1");
+    ours_alltoall = is_ours("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", 0);
+    reorder_alltoall = is_ours("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", 1);
+    ours_neighbor = is_ours("MPIR_CVAR_NEIGHBOR_ALLTOALLV_INTRA_ALGORITHM", 0);
+    unsigned long long ran = tnbc_read_pvar(session, "tnbc_rm_exchanges");
+    unsigned long long stock = tnbc_read_pvar(session, "tnbc_rm_stock");
+    unsigned long long planned = tnbc_read_pvar(session, "tnbc_rm_planned_sends");
+    if (ran == TNBC_PVAR_MISSING || stock == TNBC_PVAR_MISSING || planned == TNBC_PVAR_MISSING) {
+        fprintf(stderr, "tnbc_rm pvars not found\n");
+        errs++;
+    }
 
+    /* small pieces: T-NBC declines them, the algorithm runs; large: T-NBC takes them */
     for (int iter = 0; iter < 2; iter++) {
         errs += alltoall(MPI_COMM_WORLD, 4, 0);
+        errs += expect("alltoall 4", "tnbc_rm_exchanges", &ran, ours_alltoall);
         errs += alltoall(MPI_COMM_WORLD, 1000, 0);
         errs += alltoall(MPI_COMM_WORLD, 70000, 0);
+        errs += expect("alltoall 70000", "tnbc_rm_planned_sends", &planned,
+                       tnbc_on && reorder_alltoall);
+        errs += expect("alltoall 1000, 70000", "tnbc_rm_exchanges", &ran,
+                       ours_alltoall * (tnbc_on ? 1 : 2));
     }
-    errs += alltoall(MPI_COMM_WORLD, 0, 0);
     errs += alltoall(MPI_COMM_WORLD, 500, 1);
     errs += alltoall_in_place(MPI_COMM_WORLD);
     MPI_Comm half;
@@ -223,12 +269,19 @@ int main(int argc, char **argv)
     errs += alltoall(half, 300, 0);
     MPI_Comm_free(&half);
 
+    /* T-NBC takes every neighbourhood call */
+    ran = tnbc_read_pvar(session, "tnbc_rm_exchanges");
     errs += dist_graph(MPI_COMM_WORLD, 0);
+    errs += expect("graph", "tnbc_rm_exchanges", &ran, ours_neighbor && !tnbc_on ? 6 : 0);
     errs += cart(MPI_COMM_WORLD, 1, 1);
     errs += cart(MPI_COMM_WORLD, 2, 0);
+    stock = tnbc_read_pvar(session, "tnbc_rm_stock");
     errs += dist_graph(MPI_COMM_WORLD, 1);
+    errs += expect("repeated edge", "tnbc_rm_stock", &stock, ours_neighbor && !tnbc_on);
     errs += alltoall(MPI_COMM_WORLD, 64, 0);
 
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
     MTest_Finalize(errs);
     return MTestReturnValue(errs);
 }

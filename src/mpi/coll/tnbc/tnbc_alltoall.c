@@ -13,7 +13,6 @@
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
-#include "tnbc_rm.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -171,31 +170,6 @@ static int build(MPIR_Tnbc_sched_t * s, int rank, const MPII_Tnbc_nbrs_t * nbrs,
                                              send_pos);
 }
 
-/* With MPIR_CVAR_ALLTOALL(V)_INTRA_ALGORITHM=reorder or reorder_merge, the sends follow the
- * reorder plan (tnbc_rm_comm.c); merging is the blocking algorithm's alone. The order does not
- * change what matches what: a plan that cannot be made leaves the ring order. */
-static const int *send_order(MPIR_Tnbc_coll_t coll, MPIR_Comm * comm_ptr,
-                             const MPII_Tnbc_nbrs_t * nbrs, const size_t * sbytes,
-                             const size_t * rbytes, int *send_pos)
-{
-    int reorder = 0;
-    if (nbrs)
-        return NULL;
-    if (coll == MPIR_TNBC_COLL_ALLTOALL)
-        reorder = (MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM ==
-                   MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM_reorder ||
-                   MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM ==
-                   MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM_reorder_merge);
-    else if (coll == MPIR_TNBC_COLL_ALLTOALLV)
-        reorder = (MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM ==
-                   MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM_reorder ||
-                   MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM ==
-                   MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM_reorder_merge);
-    if (!reorder || MPII_Tnbc_rm_send_positions(comm_ptr, sbytes, rbytes, send_pos))
-        return NULL;
-    return send_pos;
-}
-
 /* The access order of the call site, for the pairwise layout: block p is source p's piece. It
  * always steers node arbitration; the receive bodies follow it only with the CVAR. */
 static const int *access_order(MPII_Tnbc_start_t * args, const MPII_Tnbc_nbrs_t * nbrs, int nr,
@@ -256,6 +230,8 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
                         MPL_MEM_COLL);
     MPIR_CHKLMEM_MALLOC(roff, size_t *, (nr + 1) * sizeof(size_t), mpi_errno, "roff",
                         MPL_MEM_COLL);
+    MPIR_CHKLMEM_MALLOC(send_pos_space, int *, (ns + 1) * sizeof(int), mpi_errno, "send_pos",
+                        MPL_MEM_COLL);
     for (int p = 0; p < ns; p++) {
         sbytes[p] = 0;
         if (send->counts[p] > 0) {
@@ -284,9 +260,8 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
     args.small = ((largest_recv ? largest_recv : largest) < MPII_Tnbc_policy.min_bytes);
     MPIR_Tnbc_site_t *site;
     const int *recv_pos = access_order(&args, nbrs, nr, rbytes, &site);
-    MPIR_CHKLMEM_MALLOC(send_pos_space, int *, (ns + 1) * sizeof(int), mpi_errno, "send_pos",
-                        MPL_MEM_COLL);
-    const int *send_pos = send_order(coll, comm_ptr, nbrs, sbytes, rbytes, send_pos_space);
+    const int *send_pos = nbrs ? NULL : MPII_Tnbc_rm_send_order(coll, comm_ptr, sbytes, rbytes,
+                                                                send_pos_space);
 
     /* Send space: the user's bytes in place when flat, else packed (MPI_IN_PLACE: always a
      * copy, as the receive buffer is overwritten). */

@@ -148,6 +148,10 @@ typedef struct {
 int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send,
                          const MPII_Tnbc_side_t * recv, MPIR_Comm * comm_ptr,
                          const MPII_Tnbc_nbrs_t * nbrs, int flags, int *handled);
+/* The reorder plan's send order for an Alltoall(v) when the algorithm CVAR names reorder or
+ * reorder_merge, or NULL (tnbc_rm_comm.c) */
+const int *MPII_Tnbc_rm_send_order(MPIR_Tnbc_coll_t coll, MPIR_Comm * comm,
+                                   const size_t * sbytes, const size_t * rbytes, int *send_pos);
 /* Per-peer send/receive counts and displacements for the pairwise engine: four arrays of n,
  * zeroed, in one allocation (free with MPL_free(l.sc)). */
 typedef struct {
@@ -272,6 +276,14 @@ void MPII_Tnbc_stats_app_sleep(uint64_t ns);    /* an MPI call slept while it wa
 int MPII_Tnbc_stats_reduce_and_print(void);
 /* an operation's turn ended: how long it held its bodies back, and whether it gave up */
 void MPII_Tnbc_stats_node_turn(uint64_t held_ns, int held, int gave_up);
+/* what the reorder + merge algorithms did with a call (tnbc_rm_*.c) */
+typedef enum {
+    MPII_TNBC_RM_EXCHANGE,      /* ran the exchange */
+    MPII_TNBC_RM_STOCK,         /* handed it to stock (in place, a repeated neighbour) */
+    MPII_TNBC_RM_PLANNED_SENDS, /* a T-NBC schedule sent in the plan's order */
+    MPII_TNBC_RM_COUNT
+} MPII_Tnbc_rm_event_t;
+void MPII_Tnbc_stats_rm(MPII_Tnbc_rm_event_t event);
 void MPII_Tnbc_pvars_register(void);
 
 #endif /* TNBC_IMPL_H_INCLUDED */

@@ -300,6 +300,7 @@ int MPII_Tnbc_rm_exchange(const void *sendbuf, const MPI_Aint * sendcounts,
     MPII_Rm_inbox_t *inbox = NULL;
     int ninbox = 0;
 
+    MPII_Tnbc_stats_rm(MPII_TNBC_RM_EXCHANGE);
     mpi_errno = MPII_Tnbc_rm_comm_get(comm_ptr, &c.st);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPII_Tnbc_rm_setup_call(&c);

@@ -8,7 +8,8 @@
  * communicator's kept state (tnbc_rm_comm.c), one call's view with its requests, buffers and
  * errors (tnbc_rm_call.c), the forwarder and receiving side of merged streams
  * (tnbc_rm_forward.c). Calls go one way: forms -> exchange -> forward -> call; comm is called by
- * forms, exchange and T-NBC's pairwise builder. */
+ * forms and exchange, and by T-NBC's pairwise builder through MPII_Tnbc_rm_send_order
+ * (tnbc_impl.h). */
 
 #ifndef TNBC_RM_H_INCLUDED
 #define TNBC_RM_H_INCLUDED
@@ -84,8 +85,6 @@ int MPII_Tnbc_rm_exchange(const void *sendbuf, const MPI_Aint * sendcounts,
 int MPII_Tnbc_rm_comm_get(MPIR_Comm * comm, MPII_Rm_comm_t ** out);
 int MPII_Tnbc_rm_update_graph(MPII_Rm_call_t * c);
 int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, int reorder);
-int MPII_Tnbc_rm_send_positions(MPIR_Comm * comm, const size_t * sbytes, const size_t * rbytes,
-                                int *send_pos);
 
 /* tnbc_rm_call.c */
 int MPII_Tnbc_rm_setup_call(MPII_Rm_call_t * c);

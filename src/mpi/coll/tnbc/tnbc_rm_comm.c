@@ -171,19 +171,20 @@ int MPII_Tnbc_rm_update_graph(MPII_Rm_call_t * c)
     return mpi_errno;
 }
 
-/* The ordered list of this process's messages (self excluded), kept while the counts and the
- * graph stay the same; without reordering, in ring order. */
-int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, int reorder)
+/* The ordered list of the messages of rank (self excluded), kept in st while the counts and the
+ * graph stay the same; without reordering, in ring order. Before the graph is known a message
+ * weighs what its sender sends in all, so the order is by node distance alone. */
+static int plan(MPII_Rm_comm_t * st, int rank, int size, const size_t * sbytes,
+                const size_t * rbytes, int reorder)
 {
-    MPII_Rm_comm_t *st = c->st;
     MPIR_Tnbc_rm_order_t order = !reorder ? MPIR_TNBC_RM_ORDER_RING :
         (MPIR_CVAR_TNBC_RM_DISTANCE == MPIR_CVAR_TNBC_RM_DISTANCE_far_first) ?
         MPIR_TNBC_RM_ORDER_FAR_FIRST : MPIR_TNBC_RM_ORDER_NEAR_FIRST;
-    uint64_t sig = MPIR_Tnbc_rm_signature(c->sbytes, c->rbytes, c->size) ^ (uint64_t) order;
+    uint64_t sig = MPIR_Tnbc_rm_signature(sbytes, rbytes, size) ^ (uint64_t) order;
 
     if (MPIR_Tnbc_rm_cache_lookup(&st->cache, sig, st->graph_gen))
         return MPI_SUCCESS;
-    MPIR_Tnbc_rm_msg_t *m = MPL_realloc(st->msgs, c->size * sizeof(*m), MPL_MEM_COLL);
+    MPIR_Tnbc_rm_msg_t *m = MPL_realloc(st->msgs, size * sizeof(*m), MPL_MEM_COLL);
     if (!m) {
         st->cache.valid = 0;
         return MPI_ERR_NO_MEM;
@@ -191,46 +192,54 @@ int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, int reorder)
     st->msgs = m;
     st->nmsg = 0;
     int64_t sent = 0;
-    for (int p = 0; p < c->size; p++)
-        sent += (int64_t) c->sbytes[p];
-    for (int p = 0; p < c->size; p++) {
-        if (p == c->rank || c->sbytes[p] == 0)
+    for (int p = 0; p < size; p++)
+        sent += (int64_t) sbytes[p];
+    for (int p = 0; p < size; p++) {
+        if (p == rank || sbytes[p] == 0)
             continue;
-        int64_t recv = st->graph[p];
+        int64_t recv = st->graph ? st->graph[p] : 0;
         m[st->nmsg++] = (MPIR_Tnbc_rm_msg_t) {.peer = p,.node = st->node_of[p],
-            .bytes = c->sbytes[p],.weight = sent > recv ? sent : recv
+            .bytes = sbytes[p],.weight = sent > recv ? sent : recv
         };
     }
-    MPIR_Tnbc_rm_order(m, st->nmsg, c->my_node, c->rank, c->size, order);
+    MPIR_Tnbc_rm_order(m, st->nmsg, st->node_of[rank], rank, size, order);
     return MPI_SUCCESS;
 }
 
-/* T-NBC's pairwise schedule sends in the reorder plan's order too, so that the two do not
- * compete: send_pos[p] is the position of the message to p, 0 first (self and empty ones
- * last). Every process of a T-NBC Alltoall(v) comes here alike, so the graph is learnt on the
- * same calls as in the blocking algorithm. */
-int MPII_Tnbc_rm_send_positions(MPIR_Comm * comm, const size_t * sbytes, const size_t * rbytes,
-                                int *send_pos)
+int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, int reorder)
 {
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
-    MPII_Rm_call_t c = {.comm = comm,.rank = comm->rank,.size = comm->local_size,
-        .sbytes = (size_t *) sbytes,.rbytes = (size_t *) rbytes,.errflag = &errflag
-    };
+    return plan(c->st, c->rank, c->size, c->sbytes, c->rbytes, reorder);
+}
 
-    mpi_errno = MPII_Tnbc_rm_comm_get(comm, &c.st);
-    MPIR_ERR_CHECK(mpi_errno);
-    c.my_node = c.st->node_of[c.rank];
-    mpi_errno = MPII_Tnbc_rm_update_graph(&c);
-    MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPII_Tnbc_rm_plan(&c, 1);
-    MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    for (int p = 0; p < c.size; p++)
-        send_pos[p] = c.size;
-    for (int i = 0; i < c.st->nmsg; i++)
-        send_pos[c.st->msgs[i].peer] = i;
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
+/* With MPIR_CVAR_ALLTOALL(V)_INTRA_ALGORITHM=reorder or reorder_merge, T-NBC's Alltoall(v)
+ * schedule posts its sends in the plan's order as the blocking algorithm would (merging stays
+ * the blocking algorithm's). It plans with the node graph the blocking algorithm last learnt on
+ * the communicator, if any, and never learns it: that takes an Allreduce, a wait for every
+ * process, which a call that returns early must not have. Returns send_pos (send_pos[p]: the
+ * position of the message to p, 0 first; self and empty ones last), or NULL for ring order. */
+const int *MPII_Tnbc_rm_send_order(MPIR_Tnbc_coll_t coll, MPIR_Comm * comm,
+                                   const size_t * sbytes, const size_t * rbytes, int *send_pos)
+{
+    MPII_Rm_comm_t *st;
+    int reorder = 0;
+
+    if (coll == MPIR_TNBC_COLL_ALLTOALL)
+        reorder = (MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM ==
+                   MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM_reorder ||
+                   MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM ==
+                   MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM_reorder_merge);
+    else if (coll == MPIR_TNBC_COLL_ALLTOALLV)
+        reorder = (MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM ==
+                   MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM_reorder ||
+                   MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM ==
+                   MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM_reorder_merge);
+    if (!reorder || MPII_Tnbc_rm_comm_get(comm, &st) ||
+        plan(st, comm->rank, comm->local_size, sbytes, rbytes, 1))
+        return NULL;    /* the order never changes what matches what */
+    for (int p = 0; p < comm->local_size; p++)
+        send_pos[p] = comm->local_size;
+    for (int i = 0; i < st->nmsg; i++)
+        send_pos[st->msgs[i].peer] = i;
+    MPII_Tnbc_stats_rm(MPII_TNBC_RM_PLANNED_SENDS);
+    return send_pos;
 }

@@ -16,9 +16,9 @@
 /* One count and displacement per rank, for both sides. */
 typedef struct {
     MPI_Aint *sc, *sd, *rc, *rd;
-} MPII_Rm_dense_t;
+} dense_t;
 
-static int dense_alloc(MPII_Rm_dense_t * d, int size)
+static int dense_alloc(dense_t * d, int size)
 {
     d->sc = MPL_calloc(4 * (size_t) size, sizeof(MPI_Aint), MPL_MEM_COLL);
     if (!d->sc)
@@ -35,11 +35,13 @@ static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI
                      const MPI_Aint * rdispls, MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
                      MPIR_Errflag_t * errflag, int reorder, int merge)
 {
-    if (sendbuf == MPI_IN_PLACE)
+    if (sendbuf == MPI_IN_PLACE) {
+        MPII_Tnbc_stats_rm(MPII_TNBC_RM_STOCK);
         return MPIR_Alltoallv_intra_pairwise_sendrecv_replace(sendbuf, sendcounts, sdispls,
                                                               sendtype, recvbuf, recvcounts,
                                                               rdispls, recvtype, comm_ptr,
                                                               errflag);
+    }
     return MPII_Tnbc_rm_exchange(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                  rdispls, recvtype, comm_ptr, errflag, reorder, merge);
 }
@@ -50,12 +52,14 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
 {
     int mpi_errno = MPI_SUCCESS;
     int size = comm_ptr->local_size;
-    MPII_Rm_dense_t d;
+    dense_t d;
 
-    if (sendbuf == MPI_IN_PLACE)
+    if (sendbuf == MPI_IN_PLACE) {
+        MPII_Tnbc_stats_rm(MPII_TNBC_RM_STOCK);
         return MPIR_Alltoall_intra_pairwise_sendrecv_replace(sendbuf, sendcount, sendtype,
                                                              recvbuf, recvcount, recvtype,
                                                              comm_ptr, errflag);
+    }
     MPIR_ERR_CHKANDJUMP(dense_alloc(&d, size), mpi_errno, MPI_ERR_OTHER, "**nomem");
     for (int p = 0; p < size; p++) {
         d.sc[p] = sendcount;
@@ -114,7 +118,7 @@ static int neighbor_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     int mpi_errno = MPI_SUCCESS, indeg, outdeg, weighted, simple = 0;
     int *srcs = NULL, *dsts;
     MPII_Rm_comm_t *st;
-    MPII_Rm_dense_t d = { 0 };
+    dense_t d = { 0 };
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
 
     mpi_errno = MPIR_Topo_canon_nhb_count(comm_ptr, &indeg, &outdeg, &weighted);
@@ -130,6 +134,7 @@ static int neighbor_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     mpi_errno = nbrs_simple(comm_ptr, st, indeg, srcs, outdeg, dsts, &simple);
     MPIR_ERR_CHECK(mpi_errno);
     if (!simple) {
+        MPII_Tnbc_stats_rm(MPII_TNBC_RM_STOCK);
         mpi_errno = MPIR_Neighbor_alltoallv_allcomm_nb(sendbuf, sendcounts, sdispls, sendtype,
                                                        recvbuf, recvcounts, rdispls, recvtype,
                                                        comm_ptr);

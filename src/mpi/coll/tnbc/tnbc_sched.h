@@ -105,8 +105,8 @@ int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
                               const size_t * sbytes, const size_t * soff,
                               const size_t * rbytes, const size_t * roff);
 /* The same, with the receive bodies posted by recv_pos[from] (0 first: the access order) and
- * the send bodies by send_pos[to] (0 first: a reorder plan) instead of ring order; edges still
- * go first. NULL: ring order. */
+ * the sends by send_pos[to] (0 first: a reorder plan) instead of ring order; edges still go
+ * before bodies. NULL: ring order. */
 int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
                                       const size_t * sbytes, const size_t * soff,
                                       const size_t * rbytes, const size_t * roff,

@@ -50,6 +50,7 @@ typedef struct {
     uint64_t helper_rounds, helper_sleeps, helper_sleep_ns, helper_timeouts, helper_rescues;
     uint64_t app_sleeps, app_sleep_ns;
     uint64_t node_turns, node_holds, node_hold_ns, node_gave_up;
+    uint64_t rm[MPII_TNBC_RM_COUNT];
     uint64_t faults, stall_ns, mprotect_calls, guard_refusals, guard_prot, guard_window;
     uint64_t pages_dropped;
     uint64_t staging_reused;
@@ -130,6 +131,11 @@ void MPII_Tnbc_stats_app_sleep(uint64_t ns)
     MPII_ADD(st.app_sleep_ns, ns);
 }
 
+void MPII_Tnbc_stats_rm(MPII_Tnbc_rm_event_t event)
+{
+    MPII_ADD(st.rm[event], 1);
+}
+
 void MPII_Tnbc_stats_node_turn(uint64_t held_ns, int held, int gave_up)
 {
     MPII_ADD(st.node_turns, 1);
@@ -184,6 +190,12 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
     if (s->app_sleeps)
         fprintf(stderr, "[tnbc %s] waits inside MPI calls slept on the network %" PRIu64
                 " times, %.3f ms\n", who, s->app_sleeps, s->app_sleep_ns / 1e6);
+    if (s->rm[MPII_TNBC_RM_EXCHANGE] || s->rm[MPII_TNBC_RM_STOCK] ||
+        s->rm[MPII_TNBC_RM_PLANNED_SENDS])
+        fprintf(stderr, "[tnbc %s] reorder + merge: %" PRIu64 " exchanges, %" PRIu64
+                " handed to stock (in place, repeated neighbours), %" PRIu64
+                " T-NBC schedules sent in the plan's order\n", who, s->rm[MPII_TNBC_RM_EXCHANGE],
+                s->rm[MPII_TNBC_RM_STOCK], s->rm[MPII_TNBC_RM_PLANNED_SENDS]);
     if (s->node_turns)
         fprintf(stderr, "[tnbc %s] node arbitration: %" PRIu64 " operations took turns, %"
                 PRIu64 " held their bodies for a more urgent node peer (%.3f ms), %" PRIu64
@@ -341,6 +353,12 @@ void MPII_Tnbc_pvars_register(void)
          "operations whose remote bodies took turns with the node's other processes");
     pvar("tnbc_node_holds", MPII_COUNTER(node_holds), get_helper,
          "operations that held their bodies back for a more urgent node peer");
+    pvar("tnbc_rm_exchanges", MPII_COUNTER(rm[MPII_TNBC_RM_EXCHANGE]), get_helper,
+         "calls the reorder / merge algorithms ran");
+    pvar("tnbc_rm_stock", MPII_COUNTER(rm[MPII_TNBC_RM_STOCK]), get_helper,
+         "calls the reorder / merge algorithms handed to stock's algorithm");
+    pvar("tnbc_rm_planned_sends", MPII_COUNTER(rm[MPII_TNBC_RM_PLANNED_SENDS]), get_helper,
+         "T-NBC Alltoall(v) schedules that sent in the reorder plan's order");
     pvar("tnbc_helper_rounds", MPII_COUNTER(helper_rounds), get_helper,
          "progress rounds of the T-NBC helper thread");
     pvar("tnbc_helper_wakeups", MPII_COUNTER(helper_sleeps), get_helper,

@@ -80,25 +80,19 @@ static int cmp_double(const void *a, const void *b)
 enum { ALLTOALLV, ALLTOALL, NEIGHBOR };
 
 /* The graph of what the first iteration exchanges, neighbours in rank order. */
-static MPI_Comm neighbour_comm(const char *pattern, int rank, int size, int bytes, int *nbrs,
-                               int *n)
+static MPI_Comm neighbour_comm(const char *pattern, int rank, int size, int bytes, int *srcs,
+                               int *nin, int *dsts, int *nout)
 {
-    int in = 0, out = 0;
-    int *srcs = malloc(size * sizeof(int)), *dsts = malloc(size * sizeof(int));
+    *nin = *nout = 0;
     for (int p = 0; p < size; p++) {
         if (p != rank && bytes_of(pattern, p, rank, size, bytes, 0) > 0)
-            srcs[in++] = p;
+            srcs[(*nin)++] = p;
         if (p != rank && bytes_of(pattern, rank, p, size, bytes, 0) > 0)
-            dsts[out++] = p;
+            dsts[(*nout)++] = p;
     }
     MPI_Comm g;
-    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, in, srcs, MPI_UNWEIGHTED, out, dsts,
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, *nin, srcs, MPI_UNWEIGHTED, *nout, dsts,
                                    MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g);
-    for (int k = 0; k < out; k++)
-        nbrs[k] = dsts[k];
-    *n = out;
-    free(srcs);
-    free(dsts);
     return g;
 }
 
@@ -131,11 +125,11 @@ int main(int argc, char **argv)
     int bytes = atoi(argv[2]), iters = atoi(argv[3]), errs = 0;
     int *sc = malloc(size * sizeof(int)), *sd = malloc(size * sizeof(int));
     int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
-    int *nbrs = malloc(size * sizeof(int)), nn = 0;
+    int *srcs = malloc(size * sizeof(int)), *dsts = malloc(size * sizeof(int)), nin = 0, nout = 0;
     double *t = malloc((iters + 1) * sizeof(double));
     MPI_Comm comm = MPI_COMM_WORLD;
     if (coll == NEIGHBOR)
-        comm = neighbour_comm(pattern, rank, size, bytes, nbrs, &nn);
+        comm = neighbour_comm(pattern, rank, size, bytes, srcs, &nin, dsts, &nout);
 
     for (int it = 0; it <= iters; it++) {
         int stot = 0, rtot = 0;
@@ -151,13 +145,15 @@ int main(int argc, char **argv)
         for (int p = 0; p < size; p++)
             for (int i = 0; i < sc[p]; i++)
                 sbuf[sd[p] + i] = (unsigned char) (rank * 31 + p * 7 + i);
-        /* a neighbourhood's counts, in neighbour order (the graph is symmetric) */
-        int nsc[nn + 1], nsd[nn + 1], nrc[nn + 1], nrd[nn + 1];
-        for (int k = 0; k < nn; k++) {
-            nsc[k] = sc[nbrs[k]];
-            nsd[k] = sd[nbrs[k]];
-            nrc[k] = rc[nbrs[k]];
-            nrd[k] = rd[nbrs[k]];
+        /* a neighbourhood's counts, in neighbour order */
+        int nsc[nout + 1], nsd[nout + 1], nrc[nin + 1], nrd[nin + 1];
+        for (int k = 0; k < nout; k++) {
+            nsc[k] = sc[dsts[k]];
+            nsd[k] = sd[dsts[k]];
+        }
+        for (int k = 0; k < nin; k++) {
+            nrc[k] = rc[srcs[k]];
+            nrd[k] = rd[srcs[k]];
         }
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
