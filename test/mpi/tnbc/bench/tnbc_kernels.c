@@ -14,6 +14,9 @@
  *                                       order taking NS nanoseconds per KiB (scenario c, with
  *                                       the read rate set by the caller; the time beyond the
  *                                       checksum itself is slept, see crc_iteration)
+ *   tnbc_kernels crcrot BYTES ITERS NS  the same, but rank r reads block (r + 1 + s) mod size
+ *                                       at step s: every rank reads in its own order
+ *                                       (heterogeneous orders), the opposite of ring order
  *
  * With TNBC_KERNELS_P2P=1 the main exchange is the rewrite a user could make by hand instead:
  * MPI_Irecv of every block and MPI_Isend of every piece, then MPI_Wait for block s right
@@ -287,6 +290,7 @@ static double is_iteration(int rank, int size, int iter, size_t bytes, uint32_t 
 /* ---- scenario c: a checksum pass at a set rate ---- */
 
 static volatile uint64_t sink;
+static int rotated;             /* crcrot: each rank reads from the next rank's block on */
 
 static double crc_iteration(int rank, int size, int iter, size_t bytes, uint64_t * sbuf,
                             uint64_t * rbuf, double ns_per_kib, double *wait, int *errs)
@@ -301,7 +305,8 @@ static double crc_iteration(int rank, int size, int iter, size_t bytes, uint64_t
     *wait = returned - t0;
     double per_block = ns_per_kib * 1e-9 * bytes / 1024;
     uint64_t sum = 0;
-    for (int s = 0; s < size; s++) {
+    for (int step = 0; step < size; step++) {
+        int s = rotated ? (rank + 1 + step) % size : step;
         const uint64_t *b = rbuf + s * per;
         block_ready(s, b);
         double start = now();
@@ -330,16 +335,18 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc < 4 || (strcmp(argv[1], "ft") && strcmp(argv[1], "is") && strcmp(argv[1], "crc")) ||
-        (!strcmp(argv[1], "crc") && argc < 5)) {
+    int crc = argc >= 2 && (!strcmp(argv[1], "crc") || !strcmp(argv[1], "crcrot"));
+    if (argc < 4 || (strcmp(argv[1], "ft") && strcmp(argv[1], "is") && !crc) ||
+        (crc && argc < 5)) {
         if (rank == 0)
-            fprintf(stderr, "usage: tnbc_kernels ft|is|crc BYTES ITERS [NS_PER_KIB]\n");
+            fprintf(stderr, "usage: tnbc_kernels ft|is|crc|crcrot BYTES ITERS [NS_PER_KIB]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *kernel = argv[1];
     size_t bytes = strtoull(argv[2], NULL, 10);
     int iters = atoi(argv[3]);
     double ns_per_kib = argc > 4 ? atof(argv[4]) : 0;
+    rotated = !strcmp(kernel, "crcrot");
     stall_init();
     p2p = getenv("TNBC_KERNELS_P2P") && atoi(getenv("TNBC_KERNELS_P2P"));
     rreq = malloc(size * sizeof(MPI_Request));
