@@ -248,8 +248,8 @@ static int post_sends(MPII_Rm_call_t * c, int merge)
     return MPI_SUCCESS;
 }
 
-/* Receives first, so that no message arrives unexpected: direct ones (from my node, above the
- * merge limit, or all without merging), and one message from every forwarder of my node. */
+/* Direct receives (from my node, above the merge limit, or all without merging), and one
+ * message from every forwarder of my node. */
 static int post_recvs(MPII_Rm_call_t * c, int merge, MPII_Rm_inbox_t ** inbox)
 {
     for (int k = 1; k < c->size; k++) {
@@ -310,15 +310,16 @@ int MPII_Tnbc_rm_exchange(const void *sendbuf, const MPI_Aint * sendcounts,
     mpi_errno = MPII_Tnbc_rm_plan(&c, reorder);
     MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**nomem");
 
-    /* from the first receive on, errors are noted and the call goes on: others wait for our
-     * messages, and our buffers must outlive our requests */
+    /* from the first send on, errors are noted and the call goes on: others wait for our
+     * messages, and our buffers must outlive our requests. Sends go first: a large message's
+     * rendezvous starts at once, and its receiver finds it when it posts. */
+    MPII_Tnbc_rm_note_error(&c, post_sends(&c, merge));
     ninbox = post_recvs(&c, merge, &inbox);
     if (ninbox < 0) {
         MPII_Tnbc_rm_note_error(&c, MPI_ERR_NO_MEM);
         ninbox = 0;
     }
     copy_to_self(&c);
-    MPII_Tnbc_rm_note_error(&c, post_sends(&c, merge));
     if (merge)
         MPII_Tnbc_rm_forward(&c);
     complete(&c, inbox, ninbox);
