@@ -277,22 +277,31 @@ START_TEST(plan_cache_hits_until_counts_or_graph_change)
     size_t sb[4] = { 1, 2, 3, 4 }, rb[4] = { 4, 3, 2, 1 };
     MPIR_Tnbc_rm_cache_t c = { 0 };
     uint64_t sig = MPIR_Tnbc_rm_signature(sb, rb, 4);
-    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig, 1), 0);
-    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig, 1), 1);
-    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig, 1), 1);
+    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig, 1, sb, rb, 4), 0);
+    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig, 1, sb, rb, 4), 1);
+    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig, 1, sb, rb, 4), 1);
     /* counts that change between calls */
     rb[2] = 7;
     uint64_t sig2 = MPIR_Tnbc_rm_signature(sb, rb, 4);
     ck_assert(sig2 != sig);
-    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig2, 1), 0);
-    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig2, 1), 1);
+    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig2, 1, sb, rb, 4), 0);
+    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig2, 1, sb, rb, 4), 1);
     /* a refreshed node graph */
-    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig2, 2), 0);
+    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig2, 2, sb, rb, 4), 0);
     ck_assert_int_eq(c.hits, 3);
     ck_assert_int_eq(c.misses, 3);
+    /* a signature that collides: the counts still decide */
+    size_t other[4] = { 9, 9, 9, 9 };
+    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig2, 2, other, rb, 4), 0);
+    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig2, 2, other, rb, 4), 1);
+    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig2, 2, sb, rb, 4), 0);
+    /* another communicator size */
+    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig2, 2, sb, rb, 3), 0);
+    ck_assert_int_eq(MPIR_Tnbc_rm_cache_lookup(&c, sig2, 2, sb, rb, 3), 1);
     /* a send count moved to another peer changes the signature too */
     size_t sb2[4] = { 2, 1, 3, 4 };
     ck_assert(MPIR_Tnbc_rm_signature(sb2, rb, 4) != sig2);
+    MPIR_Tnbc_rm_cache_free(&c);
 }
 END_TEST
 

@@ -39,6 +39,7 @@ static int rm_delete_fn(MPI_Comm comm, int keyval, void *attr_val, void *extra)
     MPL_free(st->node_ranks);
     MPL_free(st->graph);
     MPL_free(st->msgs);
+    MPIR_Tnbc_rm_cache_free(&st->cache);
     MPL_free(st);
     return MPI_SUCCESS;
 }
@@ -182,7 +183,7 @@ static int plan(MPII_Rm_comm_t * st, int rank, int size, const size_t * sbytes,
         MPIR_TNBC_RM_ORDER_FAR_FIRST : MPIR_TNBC_RM_ORDER_NEAR_FIRST;
     uint64_t sig = MPIR_Tnbc_rm_signature(sbytes, rbytes, size) ^ (uint64_t) order;
 
-    if (MPIR_Tnbc_rm_cache_lookup(&st->cache, sig, st->graph_gen))
+    if (MPIR_Tnbc_rm_cache_lookup(&st->cache, sig, st->graph_gen, sbytes, rbytes, size))
         return MPI_SUCCESS;
     MPIR_Tnbc_rm_msg_t *m = MPL_realloc(st->msgs, size * sizeof(*m), MPL_MEM_COLL);
     if (!m) {

@@ -222,15 +222,36 @@ uint64_t MPIR_Tnbc_rm_signature(const size_t * send_bytes, const size_t * recv_b
     return h ^ (uint64_t) n;
 }
 
-int MPIR_Tnbc_rm_cache_lookup(MPIR_Tnbc_rm_cache_t * cache, uint64_t sig, uint64_t graph_gen)
+int MPIR_Tnbc_rm_cache_lookup(MPIR_Tnbc_rm_cache_t * cache, uint64_t sig, uint64_t graph_gen,
+                              const size_t * send_bytes, const size_t * recv_bytes, int n)
 {
-    if (cache->valid && cache->sig == sig && cache->graph_gen == graph_gen) {
+    size_t half = (size_t) n * sizeof(size_t);
+    if (cache->valid && cache->sig == sig && cache->graph_gen == graph_gen && cache->n == n &&
+        !memcmp(cache->counts, send_bytes, half) && !memcmp(cache->counts + n, recv_bytes, half)) {
         cache->hits++;
         return 1;
     }
     cache->misses++;
+    cache->valid = 0;
+    if (cache->n != n) {
+        free(cache->counts);
+        cache->counts = malloc(2 * half + 1);
+        cache->n = cache->counts ? n : 0;
+    }
+    if (!cache->counts)
+        return 0;
+    memcpy(cache->counts, send_bytes, half);
+    memcpy(cache->counts + n, recv_bytes, half);
     cache->valid = 1;
     cache->sig = sig;
     cache->graph_gen = graph_gen;
     return 0;
+}
+
+void MPIR_Tnbc_rm_cache_free(MPIR_Tnbc_rm_cache_t * cache)
+{
+    free(cache->counts);
+    cache->counts = NULL;
+    cache->n = 0;
+    cache->valid = 0;
 }

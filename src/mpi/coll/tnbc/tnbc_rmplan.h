@@ -98,15 +98,21 @@ int MPIR_Tnbc_rm_read_directory(const char *buf, size_t len, int *n, const int64
 /* A signature of a process's counts: plans made for one signature are reused for it. */
 uint64_t MPIR_Tnbc_rm_signature(const size_t * send_bytes, const size_t * recv_bytes, int n);
 
-/* The key of the plan a communicator keeps: the counts' signature and the node graph it was
- * made with. */
+/* The key of the plan a communicator keeps: the counts (and their signature, compared first)
+ * and the node graph it was made with. A signature alone could collide: the counts are
+ * compared too, so that a plan is never used for other counts. */
 typedef struct {
     int valid;
     uint64_t sig, graph_gen;
+    size_t *counts;             /* n send counts, then n receive counts */
+    int n;
     uint64_t hits, misses;
 } MPIR_Tnbc_rm_cache_t;
 
-/* 1 if the kept plan is for (sig, graph_gen); else 0, and the key becomes (sig, graph_gen). */
-int MPIR_Tnbc_rm_cache_lookup(MPIR_Tnbc_rm_cache_t * cache, uint64_t sig, uint64_t graph_gen);
+/* 1 if the kept plan is for (sig, graph_gen) and these counts; else 0, and the key becomes
+ * theirs (if it cannot be kept for lack of memory, the next lookup misses again). */
+int MPIR_Tnbc_rm_cache_lookup(MPIR_Tnbc_rm_cache_t * cache, uint64_t sig, uint64_t graph_gen,
+                              const size_t * send_bytes, const size_t * recv_bytes, int n);
+void MPIR_Tnbc_rm_cache_free(MPIR_Tnbc_rm_cache_t * cache);
 
 #endif /* TNBC_RMPLAN_H_INCLUDED */
