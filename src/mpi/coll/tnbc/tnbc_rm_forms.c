@@ -13,22 +13,6 @@
 #include "tnbc_impl.h"
 #include "tnbc_rm.h"
 
-/* One count and displacement per rank, for both sides. */
-typedef struct {
-    MPI_Aint *sc, *sd, *rc, *rd;
-} dense_t;
-
-static int dense_alloc(dense_t * d, int size)
-{
-    d->sc = MPL_calloc(4 * (size_t) size, sizeof(MPI_Aint), MPL_MEM_COLL);
-    if (!d->sc)
-        return MPI_ERR_NO_MEM;
-    d->sd = d->sc + size;
-    d->rc = d->sd + size;
-    d->rd = d->rc + size;
-    return MPI_SUCCESS;
-}
-
 /* A tuning file may choose the algorithm without its restriction: in place goes stock. */
 static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_Aint * sdispls,
                      MPI_Datatype sendtype, void *recvbuf, const MPI_Aint * recvcounts,
@@ -52,7 +36,7 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
 {
     int mpi_errno = MPI_SUCCESS;
     int size = comm_ptr->local_size;
-    dense_t d;
+    MPII_Tnbc_layout_t d;
 
     if (sendbuf == MPI_IN_PLACE) {
         MPII_Tnbc_stats_rm(MPII_TNBC_RM_STOCK);
@@ -60,7 +44,7 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
                                                              recvbuf, recvcount, recvtype,
                                                              comm_ptr, errflag);
     }
-    MPIR_ERR_CHKANDJUMP(dense_alloc(&d, size), mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&d, size), mpi_errno, MPI_ERR_OTHER, "**nomem");
     for (int p = 0; p < size; p++) {
         d.sc[p] = sendcount;
         d.sd[p] = p * sendcount;
@@ -118,7 +102,7 @@ static int neighbor_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     int mpi_errno = MPI_SUCCESS, indeg, outdeg, weighted, simple = 0;
     int *srcs = NULL, *dsts;
     MPII_Rm_comm_t *st;
-    dense_t d = { 0 };
+    MPII_Tnbc_layout_t d = { 0 };
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
 
     mpi_errno = MPIR_Topo_canon_nhb_count(comm_ptr, &indeg, &outdeg, &weighted);
@@ -140,7 +124,7 @@ static int neighbor_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
                                                        comm_ptr);
         goto fn_exit;
     }
-    MPIR_ERR_CHKANDJUMP(dense_alloc(&d, comm_ptr->local_size), mpi_errno, MPI_ERR_OTHER,
+    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&d, comm_ptr->local_size), mpi_errno, MPI_ERR_OTHER,
                         "**nomem");
     for (int k = 0; k < outdeg; k++) {
         if (dsts[k] != MPI_PROC_NULL) {
