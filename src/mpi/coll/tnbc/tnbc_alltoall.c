@@ -355,13 +355,8 @@ int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sen
     }
 
     /* the regular layout as a v-layout: one code path for both */
-    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
-    for (int p = 0; p < n; p++) {
-        l.sc[p] = sendcount;
-        l.sd[p] = p * sendcount;
-        l.rc[p] = recvcount;
-        l.rd[p] = p * recvcount;
-    }
+    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_regular(&l, n, sendcount, recvcount), mpi_errno,
+                        MPI_ERR_OTHER, "**nomem");
     mpi_errno = MPII_Tnbc_pairwise(MPIR_TNBC_COLL_ALLTOALL, sendbuf, l.sc, l.sd, sendtype,
                                    recvbuf, l.rc, l.rd, recvtype, comm_ptr, NULL,
                                    MPII_TNBC_SIZE_IS_GLOBAL, tnbc_handled);

@@ -123,6 +123,9 @@ typedef struct {
     int *srcs, *dsts;
     int recv_reversed;          /* repeated neighbours match in reverse srcs order (sched.h) */
 } MPII_Tnbc_nbrs_t;
+/* The neighbour lists of a topology communicator (free with MPL_free(nbrs->srcs));
+ * tnbc_neighbor.c */
+int MPII_Tnbc_get_nbrs(MPIR_Comm * comm_ptr, MPII_Tnbc_nbrs_t * nbrs);
 
 /* The pairwise engine (tnbc_alltoall.c): each peer p gets sendcounts[p] elements from
  * sendbuf + sdispls[p] * extent and sends recvcounts[p] into recvbuf + rdispls[p] * extent.
@@ -167,6 +170,21 @@ static inline int MPII_Tnbc_layout_alloc(MPII_Tnbc_layout_t * l, int n)
     l->sd = v + n;
     l->rc = v + 2 * n;
     l->rd = v + 3 * n;
+    return MPI_SUCCESS;
+}
+
+/* An Alltoall's regular layout as a v-layout: count elements per peer, one after the other. */
+static inline int MPII_Tnbc_layout_regular(MPII_Tnbc_layout_t * l, int n, MPI_Aint sendcount,
+                                           MPI_Aint recvcount)
+{
+    if (MPII_Tnbc_layout_alloc(l, n))
+        return MPI_ERR_NO_MEM;
+    for (int p = 0; p < n; p++) {
+        l->sc[p] = sendcount;
+        l->sd[p] = p * sendcount;
+        l->rc[p] = recvcount;
+        l->rd[p] = p * recvcount;
+    }
     return MPI_SUCCESS;
 }
 

@@ -13,7 +13,7 @@
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
 
-static int get_nbrs(MPIR_Comm * comm_ptr, MPII_Tnbc_nbrs_t * nbrs)
+int MPII_Tnbc_get_nbrs(MPIR_Comm * comm_ptr, MPII_Tnbc_nbrs_t * nbrs)
 {
     int mpi_errno = MPI_SUCCESS, weighted;
 
@@ -53,7 +53,7 @@ static int neighbor(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendcou
     if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM || !MPIR_Topology_get(comm_ptr))
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
 
-    mpi_errno = get_nbrs(comm_ptr, &nbrs);
+    mpi_errno = MPII_Tnbc_get_nbrs(comm_ptr, &nbrs);
     MPIR_ERR_CHECK(mpi_errno);
     nbrs.recv_reversed = (coll == MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL);    /* as the stock path */
     int n = MPL_MAX(nbrs.indegree, nbrs.outdegree);

@@ -35,7 +35,6 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
                     MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int reorder, int merge)
 {
     int mpi_errno = MPI_SUCCESS;
-    int size = comm_ptr->local_size;
     MPII_Tnbc_layout_t d;
 
     if (sendbuf == MPI_IN_PLACE) {
@@ -44,13 +43,9 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
                                                              recvbuf, recvcount, recvtype,
                                                              comm_ptr, errflag);
     }
-    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&d, size), mpi_errno, MPI_ERR_OTHER, "**nomem");
-    for (int p = 0; p < size; p++) {
-        d.sc[p] = sendcount;
-        d.sd[p] = p * sendcount;
-        d.rc[p] = recvcount;
-        d.rd[p] = p * recvcount;
-    }
+    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_regular(&d, comm_ptr->local_size, sendcount,
+                                                 recvcount), mpi_errno, MPI_ERR_OTHER,
+                        "**nomem");
     mpi_errno = MPII_Tnbc_rm_exchange(sendbuf, d.sc, d.sd, sendtype, recvbuf, d.rc, d.rd,
                                       recvtype, comm_ptr, errflag, reorder, merge);
     MPL_free(d.sc);
@@ -63,8 +58,8 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
 /* Whether no process lists a neighbour twice (MPI_PROC_NULL aside), agreed once per
  * communicator: a repeated neighbour has no place in one count per rank, and every process must
  * take the same path. */
-static int nbrs_simple(MPIR_Comm * comm_ptr, MPII_Rm_comm_t * st, int indeg, const int *srcs,
-                       int outdeg, const int *dsts, int *simple)
+static int nbrs_simple(MPIR_Comm * comm_ptr, MPII_Rm_comm_t * st, const MPII_Tnbc_nbrs_t * nbrs,
+                       int *simple)
 {
     int mpi_errno = MPI_SUCCESS, repeated = 0;
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
@@ -76,12 +71,12 @@ static int nbrs_simple(MPIR_Comm * comm_ptr, MPII_Rm_comm_t * st, int indeg, con
     }
     seen = MPL_calloc(2 * (size_t) comm_ptr->local_size, 1, MPL_MEM_COLL);
     repeated = !seen;           /* cannot tell: take the stock path everywhere */
-    for (int k = 0; seen && k < indeg; k++)
-        if (srcs[k] != MPI_PROC_NULL)
-            repeated |= seen[srcs[k]]++;
-    for (int k = 0; seen && k < outdeg; k++)
-        if (dsts[k] != MPI_PROC_NULL)
-            repeated |= seen[comm_ptr->local_size + dsts[k]]++;
+    for (int k = 0; seen && k < nbrs->indegree; k++)
+        if (nbrs->srcs[k] != MPI_PROC_NULL)
+            repeated |= seen[nbrs->srcs[k]]++;
+    for (int k = 0; seen && k < nbrs->outdegree; k++)
+        if (nbrs->dsts[k] != MPI_PROC_NULL)
+            repeated |= seen[comm_ptr->local_size + nbrs->dsts[k]]++;
     MPL_free(seen);
     mpi_errno = MPIR_Allreduce_impl(MPI_IN_PLACE, &repeated, 1, MPI_INT, MPI_MAX, comm_ptr,
                                     &errflag);
@@ -99,23 +94,17 @@ static int neighbor_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
                               MPI_Datatype recvtype, MPIR_Comm * comm_ptr, int reorder,
                               int merge)
 {
-    int mpi_errno = MPI_SUCCESS, indeg, outdeg, weighted, simple = 0;
-    int *srcs = NULL, *dsts;
+    int mpi_errno = MPI_SUCCESS, simple = 0;
+    MPII_Tnbc_nbrs_t nbrs = { 0 };
     MPII_Rm_comm_t *st;
     MPII_Tnbc_layout_t d = { 0 };
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
 
-    mpi_errno = MPIR_Topo_canon_nhb_count(comm_ptr, &indeg, &outdeg, &weighted);
-    MPIR_ERR_CHECK(mpi_errno);
-    srcs = MPL_malloc((indeg + outdeg + 1) * sizeof(int), MPL_MEM_COLL);
-    MPIR_ERR_CHKANDJUMP(!srcs, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    dsts = srcs + indeg;
-    mpi_errno = MPIR_Topo_canon_nhb(comm_ptr, indeg, srcs, MPI_UNWEIGHTED, outdeg, dsts,
-                                    MPI_UNWEIGHTED);
+    mpi_errno = MPII_Tnbc_get_nbrs(comm_ptr, &nbrs);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPII_Tnbc_rm_comm_get(comm_ptr, &st);
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = nbrs_simple(comm_ptr, st, indeg, srcs, outdeg, dsts, &simple);
+    mpi_errno = nbrs_simple(comm_ptr, st, &nbrs, &simple);
     MPIR_ERR_CHECK(mpi_errno);
     if (!simple) {
         MPII_Tnbc_stats_rm(MPII_TNBC_RM_STOCK);
@@ -126,23 +115,23 @@ static int neighbor_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     }
     MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&d, comm_ptr->local_size), mpi_errno, MPI_ERR_OTHER,
                         "**nomem");
-    for (int k = 0; k < outdeg; k++) {
-        if (dsts[k] != MPI_PROC_NULL) {
-            d.sc[dsts[k]] = sendcounts[k];
-            d.sd[dsts[k]] = sdispls[k];
+    for (int k = 0; k < nbrs.outdegree; k++) {
+        if (nbrs.dsts[k] != MPI_PROC_NULL) {
+            d.sc[nbrs.dsts[k]] = sendcounts[k];
+            d.sd[nbrs.dsts[k]] = sdispls[k];
         }
     }
-    for (int k = 0; k < indeg; k++) {
-        if (srcs[k] != MPI_PROC_NULL) {
-            d.rc[srcs[k]] = recvcounts[k];
-            d.rd[srcs[k]] = rdispls[k];
+    for (int k = 0; k < nbrs.indegree; k++) {
+        if (nbrs.srcs[k] != MPI_PROC_NULL) {
+            d.rc[nbrs.srcs[k]] = recvcounts[k];
+            d.rd[nbrs.srcs[k]] = rdispls[k];
         }
     }
     mpi_errno = MPII_Tnbc_rm_exchange(sendbuf, d.sc, d.sd, sendtype, recvbuf, d.rc, d.rd,
                                       recvtype, comm_ptr, &errflag, reorder, merge);
   fn_exit:
     MPL_free(d.sc);
-    MPL_free(srcs);
+    MPL_free(nbrs.srcs);
     return mpi_errno;
   fn_fail:
     goto fn_exit;
