@@ -120,6 +120,27 @@ START_TEST(partial_observation_reorders_only_the_faulted_blocks)
 }
 END_TEST
 
+START_TEST(peers_orders_are_kept_per_peer_newest_first)
+{
+    MPIR_Tnbc_sites_t t;
+    MPIR_Tnbc_sites_init(&t);
+    MPIR_Tnbc_site_key_t a = key_of(0x1000);
+    MPIR_Tnbc_site_t *s = MPIR_Tnbc_sites_get(&t, &a, 1);
+    int five[NB] = { 5, 4, 3, 2, 1, 0 }, three[NB] = { 1, 0, 3, 2, 5, 4 };
+
+    ck_assert_ptr_null(MPIR_Tnbc_site_peer_order(s, 5));
+    ck_assert_int_eq(MPIR_Tnbc_site_set_peer_order(s, 5, five), 1);
+    ck_assert_int_eq(MPIR_Tnbc_site_set_peer_order(s, 3, three), 1);
+    ck_assert_mem_eq(MPIR_Tnbc_site_peer_order(s, 5), five, sizeof(five));
+    ck_assert_mem_eq(MPIR_Tnbc_site_peer_order(s, 3), three, sizeof(three));
+    ck_assert_int_eq(MPIR_Tnbc_site_set_peer_order(s, 5, three), 1);       /* a newer report */
+    ck_assert_mem_eq(MPIR_Tnbc_site_peer_order(s, 5), three, sizeof(three));
+    ck_assert_int_eq(s->npeers, 2);
+    ck_assert_int_eq(s->known, 0);      /* our own order is another matter */
+    MPIR_Tnbc_sites_free(&t);
+}
+END_TEST
+
 START_TEST(profile_round_trip)
 {
     MPIR_Tnbc_sites_t t, u;
@@ -197,6 +218,7 @@ static Suite *priority_suite(void)
     tcase_add_test(tc, sites_are_found_by_shape_and_caller);
     tcase_add_test(tc, complete_observation_converges_and_readapts);
     tcase_add_test(tc, partial_observation_reorders_only_the_faulted_blocks);
+    tcase_add_test(tc, peers_orders_are_kept_per_peer_newest_first);
     tcase_add_test(tc, profile_round_trip);
     tcase_add_test(tc, malformed_profiles_name_their_line);
     suite_add_tcase(s, tc);

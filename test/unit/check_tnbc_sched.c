@@ -5,13 +5,14 @@
 
 /* Unit tests of the T-NBC schedule builders. Besides the shape of single tables, a small
  * simulator runs the schedules of all ranks of a communicator together: entries start in each
- * table's order once their dependency is done, sends and receives of a pair match in the order
- * they were posted (MPI's non-overtaking rule on one tag), and the bytes that arrive are
+ * table's order once their dependency is done, sends and receives of a pair and a tag match
+ * in the order they were posted (MPI's non-overtaking rule), and the bytes that arrive are
  * checked. A schedule that could deadlock, mismatch lengths or deliver wrong bytes fails. */
 
 #include "tnbc_sched.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,43 +36,53 @@ static unsigned char *space_of(sim_rank_t * r, MPIR_Tnbc_space_t space)
         space == MPIR_TNBC_SPACE_RECV ? r->recvspace : r->workspace;
 }
 
-/* Match posted sends and receives pair by pair, in posting order; the data moves at once, the
- * requests complete later in random order (as rendezvous transfers may). */
+/* The earliest posted entry of kind between self and peer, per tag (-1: none). */
+static void earliest_per_tag(const sim_rank_t * r, MPIR_Tnbc_kind_t kind, int peer, int *best,
+                             int ntags)
+{
+    for (int t = 0; t < ntags; t++)
+        best[t] = -1;
+    for (int i = 0; i < r->s.n; i++) {
+        const MPIR_Tnbc_entry_t *e = &r->s.entries[i];
+        if (e->kind == kind && e->peer == peer && r->state[i] == 1 &&
+            (best[e->tag] < 0 || r->post_seq[i] < r->post_seq[best[e->tag]]))
+            best[e->tag] = i;
+    }
+}
+
+/* Match posted sends and receives pair by pair and tag by tag, in posting order; the data
+ * moves at once, the requests complete later in random order (as rendezvous transfers may). */
 static int match(sim_rank_t * r, int size, sim_flight_t * flight, int *nflight)
 {
-    int any = 0;
+    int any = 0, ntags = 1;
+    for (int k = 0; k < size; k++)
+        if (r[k].s.ntags > ntags)
+            ntags = r[k].s.ntags;
+    int *sbest = malloc(ntags * sizeof(int)), *rbest = malloc(ntags * sizeof(int));
     for (int src = 0; src < size; src++) {
         for (int dst = 0; dst < size; dst++) {
-            while (1) {
-                int si = -1, ri = -1, sseq = 0, rseq = 0;
-                for (int i = 0; i < r[src].s.n; i++) {
-                    MPIR_Tnbc_entry_t *e = &r[src].s.entries[i];
-                    if (e->kind == MPIR_TNBC_SEND && e->peer == dst && r[src].state[i] == 1 &&
-                        (si < 0 || r[src].post_seq[i] < sseq)) {
-                        si = i;
-                        sseq = r[src].post_seq[i];
-                    }
+            int matched = 1;
+            while (matched) {
+                matched = 0;
+                earliest_per_tag(&r[src], MPIR_TNBC_SEND, dst, sbest, ntags);
+                earliest_per_tag(&r[dst], MPIR_TNBC_RECV, src, rbest, ntags);
+                for (int t = 0; t < ntags; t++) {
+                    int si = sbest[t], ri = rbest[t];
+                    if (si < 0 || ri < 0)
+                        continue;
+                    MPIR_Tnbc_entry_t *se = &r[src].s.entries[si], *re = &r[dst].s.entries[ri];
+                    ck_assert_uint_eq(se->len, re->len);
+                    memcpy(space_of(&r[dst], re->space) + re->off,
+                           space_of(&r[src], se->space) + se->off, re->len);
+                    r[src].state[si] = r[dst].state[ri] = 3;    /* matched, in flight */
+                    flight[(*nflight)++] = (sim_flight_t) {src, si, dst, ri};
+                    any = matched = 1;
                 }
-                for (int i = 0; i < r[dst].s.n; i++) {
-                    MPIR_Tnbc_entry_t *e = &r[dst].s.entries[i];
-                    if (e->kind == MPIR_TNBC_RECV && e->peer == src && r[dst].state[i] == 1 &&
-                        (ri < 0 || r[dst].post_seq[i] < rseq)) {
-                        ri = i;
-                        rseq = r[dst].post_seq[i];
-                    }
-                }
-                if (si < 0 || ri < 0)
-                    break;
-                MPIR_Tnbc_entry_t *se = &r[src].s.entries[si], *re = &r[dst].s.entries[ri];
-                ck_assert_uint_eq(se->len, re->len);
-                memcpy(space_of(&r[dst], re->space) + re->off,
-                       space_of(&r[src], se->space) + se->off, re->len);
-                r[src].state[si] = r[dst].state[ri] = 3;        /* matched, in flight */
-                flight[(*nflight)++] = (sim_flight_t) {src, si, dst, ri};
-                any = 1;
             }
         }
     }
+    free(sbest);
+    free(rbest);
     return any;
 }
 
@@ -353,7 +364,7 @@ START_TEST(receive_bodies_follow_the_access_order)
     }
     /* every receive sub-message knows its source */
     int peer[3 * N];
-    MPIR_Tnbc_sched_recv_sub_peers(&s, peer);
+    MPIR_Tnbc_sched_recv_sub_blocks(&s, peer);
     for (int k = 0; k < s.nrecv_sub; k++)
         ck_assert_int_eq(peer[k], (int) (s.recv_sub_off[k] / (5 * E)));
     MPIR_Tnbc_sched_free(&s);
@@ -388,20 +399,55 @@ START_TEST(send_bodies_follow_a_reorder_plan)
 }
 END_TEST
 
-static void run_bcast(int size, int root, size_t nbytes, int nseg)
+/* Rank k's access order of a Bcast's pieces (position of each piece), by a rule:
+ * 0 none (piece order), 1 reverse for every rank, 2 a rotation that starts at a piece of its
+ * own (ranks read differently). */
+static int *bcast_pos(int rule, int k, int npieces)
+{
+    if (rule == 0 || npieces < 2)
+        return NULL;
+    int *pos = malloc(npieces * sizeof(int));
+    for (int p = 0; p < npieces; p++)
+        pos[p] = rule == 1 ? npieces - 1 - p : (p - k % npieces + npieces) % npieces;
+    return pos;
+}
+
+/* Every process knows its own order and its children's (as their reports would tell it). */
+static void run_bcast_ordered(int size, int root, size_t nbytes, int nseg, int rule)
 {
     sim_rank_t *r = calloc(size, sizeof(*r));
+    int npieces = MPIR_Tnbc_bcast_pieces(nbytes, nseg);
+    size_t report = MPIR_Tnbc_bcast_report_bytes(npieces);
+    int **pos = calloc(size, sizeof(int *));
+
+    for (int k = 0; k < size; k++)
+        pos[k] = bcast_pos(rule, k, npieces);
     for (int k = 0; k < size; k++) {
+        int parent, children[MPIR_TNBC_BCAST_MAX_CHILDREN];
+        const int *child_pos[MPIR_TNBC_BCAST_MAX_CHILDREN];
+        int nchildren = MPIR_Tnbc_bcast_tree(k, size, root, &parent, children);
+        for (int c = 0; c < nchildren; c++)
+            child_pos[c] = pos[children[c]];
+        MPIR_Tnbc_bcast_order_t order = {.recv_pos = pos[k],.child_pos = child_pos };
         MPIR_Tnbc_sched_init(&r[k].s);
-        ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&r[k].s, k, size, root, nbytes, nseg),
+        ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&r[k].s, k, size, root, nbytes, nseg, &order),
                          MPIR_TNBC_SCHED_OK);
-        sim_alloc(&r[k], k == root ? nbytes : 0, nbytes, root);
-        if (k != root)
+        ck_assert_uint_eq(r[k].s.send_bytes, k == root ? nbytes : parent >= 0 ? report : 0);
+        ck_assert_uint_eq(r[k].s.work_bytes, nchildren * report);
+        sim_alloc(&r[k], r[k].s.send_bytes, nbytes, root);
+        if (k != root) {
             ck_assert_uint_eq(r[k].s.recv_bytes, nbytes);
-        /* every forward waits for the segment it forwards */
+            if (report)
+                MPIR_Tnbc_bcast_report_encode(pos[k], npieces, r[k].sendspace);
+        }
         for (int i = 0; i < r[k].s.n; i++) {
             MPIR_Tnbc_entry_t *e = &r[k].s.entries[i];
-            if (e->kind == MPIR_TNBC_SEND && k != root) {
+            /* every piece and report has a tag of its own: nothing is chained */
+            ck_assert_int_gt(e->tag, 0);
+            ck_assert_int_lt(e->tag, r[k].s.ntags);
+            ck_assert_int_eq(e->prev_peer, -1);
+            /* every forward waits for the segment it forwards */
+            if (e->kind == MPIR_TNBC_SEND && k != root && e->space != MPIR_TNBC_SPACE_SEND) {
                 ck_assert_int_ge(e->after, 0);
                 ck_assert_uint_eq(r[k].s.entries[e->after].off, e->off);
                 ck_assert_int_eq(e->space, MPIR_TNBC_SPACE_RECV);
@@ -410,11 +456,30 @@ static void run_bcast(int size, int root, size_t nbytes, int nseg)
     }
     simulate(r, size);
     for (int k = 0; k < size; k++) {
-        if (k == root)
-            continue;
-        ck_assert_mem_eq(r[k].recvspace, r[root].sendspace, nbytes);
+        int parent, children[MPIR_TNBC_BCAST_MAX_CHILDREN];
+        int nchildren = MPIR_Tnbc_bcast_tree(k, size, root, &parent, children);
+        if (k != root)
+            ck_assert_mem_eq(r[k].recvspace, r[root].sendspace, nbytes);
+        /* a parent holds each child's report */
+        for (int c = 0; c < nchildren && report; c++) {
+            int *got = malloc(npieces * sizeof(int));
+            int known = MPIR_Tnbc_bcast_report_decode(r[k].workspace + c * report, report,
+                                                      npieces, got);
+            ck_assert_int_eq(known, pos[children[c]] != NULL);
+            if (known)
+                ck_assert_mem_eq(got, pos[children[c]], npieces * sizeof(int));
+            free(got);
+        }
     }
+    for (int k = 0; k < size; k++)
+        free(pos[k]);
+    free(pos);
     sim_free(r, size);
+}
+
+static void run_bcast(int size, int root, size_t nbytes, int nseg)
+{
+    run_bcast_ordered(size, root, nbytes, nseg, 0);
 }
 
 START_TEST(bcast_tree_delivers_every_segment)
@@ -435,14 +500,85 @@ START_TEST(bcast_more_segments_than_bytes)
 }
 END_TEST
 
+START_TEST(bcast_orders_deliver_and_reach_the_parents)
+{
+    for (int size = 2; size <= 11; size += 3)
+        for (int rule = 1; rule <= 2; rule++) {
+            run_bcast_ordered(size, size / 2, 100000, 6, rule);
+            run_bcast_ordered(size, 0, 3, 4, rule);     /* no edges */
+        }
+}
+END_TEST
+
+/* Receives go in the process's order, sends to each child in that child's, edges first. */
+START_TEST(bcast_segments_follow_the_access_orders)
+{
+    enum { SIZE = 8, RANK = 4, NSEG = 6 };      /* rank 4: parent 0, children 6 and 5 */
+    int npieces = MPIR_Tnbc_bcast_pieces(200000, NSEG);
+    ck_assert_int_eq(npieces, NSEG + 2);
+    int *mine = bcast_pos(1, RANK, npieces), *six = bcast_pos(2, 6, npieces);
+    const int *child_pos[2] = { six, NULL };    /* child 5 reported nothing: ours */
+    MPIR_Tnbc_bcast_order_t order = {.recv_pos = mine,.child_pos = child_pos };
+    MPIR_Tnbc_sched_t s;
+    int seen[3] = { 0 };
+
+    MPIR_Tnbc_sched_init(&s);
+    ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&s, RANK, SIZE, 0, 200000, NSEG, &order),
+                     MPIR_TNBC_SCHED_OK);
+    int last[3] = { -1, -1, -1 };       /* recv, to 6, to 5: the last piece seen */
+    for (int j = 0; j < s.n; j++) {
+        const MPIR_Tnbc_entry_t *e = &s.entries[s.order[j]];
+        if (e->space == MPIR_TNBC_SPACE_WORK || (e->kind == MPIR_TNBC_SEND &&
+                                                 e->space == MPIR_TNBC_SPACE_SEND))
+            continue;   /* reports */
+        int stream = e->kind == MPIR_TNBC_RECV ? 0 : e->peer == 6 ? 1 : 2;
+        const int *pos = stream == 1 ? six : mine;
+        int piece = e->tag - 1, n = seen[stream]++;
+        /* the two edges first, then the bodies by position */
+        if (n < 2)
+            ck_assert_int_eq(piece, n);
+        else if (n > 2)
+            ck_assert_int_gt(pos[piece], pos[last[stream]]);
+        last[stream] = piece;
+    }
+    ck_assert_int_eq(seen[0], npieces);
+    ck_assert_int_eq(seen[1], npieces);
+    ck_assert_int_eq(seen[2], npieces);
+    free(mine);
+    free(six);
+    MPIR_Tnbc_sched_free(&s);
+}
+END_TEST
+
+START_TEST(bcast_reports_reject_what_is_not_an_order)
+{
+    int pos[4] = { 2, 0, 3, 1 }, got[4];
+    size_t len = MPIR_Tnbc_bcast_report_bytes(4);
+    int32_t report[5];
+
+    ck_assert_uint_eq(MPIR_Tnbc_bcast_report_bytes(1), 0);
+    MPIR_Tnbc_bcast_report_encode(pos, 4, report);
+    ck_assert_int_eq(MPIR_Tnbc_bcast_report_decode(report, len, 4, got), 1);
+    ck_assert_mem_eq(got, pos, sizeof(pos));
+    ck_assert_int_eq(MPIR_Tnbc_bcast_report_decode(report, len - 4, 4, got), 0);
+    ck_assert_int_eq(MPIR_Tnbc_bcast_report_decode(report, len, 3, got), 0);
+    report[2] = 2;      /* piece 0 and piece 1 at the same position */
+    ck_assert_int_eq(MPIR_Tnbc_bcast_report_decode(report, len, 4, got), 0);
+    report[2] = 7;
+    ck_assert_int_eq(MPIR_Tnbc_bcast_report_decode(report, len, 4, got), 0);
+    MPIR_Tnbc_bcast_report_encode(NULL, 4, report);     /* no order known */
+    ck_assert_int_eq(MPIR_Tnbc_bcast_report_decode(report, len, 4, got), 0);
+}
+END_TEST
+
 START_TEST(bad_arguments)
 {
     MPIR_Tnbc_sched_t s;
     size_t b[1] = { 1 };
     MPIR_Tnbc_sched_init(&s);
     ck_assert_int_eq(MPIR_Tnbc_sched_alltoallv(&s, 2, 2, b, b, b, b), MPIR_TNBC_SCHED_ERR_ARG);
-    ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&s, 0, 2, 5, 10, 1), MPIR_TNBC_SCHED_ERR_ARG);
-    ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&s, 0, 2, 0, 10, 0), MPIR_TNBC_SCHED_ERR_ARG);
+    ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&s, 0, 2, 5, 10, 1, NULL), MPIR_TNBC_SCHED_ERR_ARG);
+    ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&s, 0, 2, 0, 10, 0, NULL), MPIR_TNBC_SCHED_ERR_ARG);
     MPIR_Tnbc_sched_free(&s);
 }
 END_TEST
@@ -600,19 +736,21 @@ END_TEST
 
 START_TEST(sends_to_one_peer_post_in_schedule_order)
 {
-    /* the forwards of a Bcast depend on receives that may complete in any order */
+    /* a Scan's segments share the operation's tag: the sends to the next rank are chained */
     MPIR_Tnbc_sched_t s;
     MPIR_Tnbc_sched_init(&s);
-    ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&s, 4, 8, 0, 100000, 4), MPIR_TNBC_SCHED_OK);
-    int prev = -1;
+    ck_assert_int_eq(MPIR_Tnbc_sched_scan(&s, 3, 8, 100000, 8, 4, 0), MPIR_TNBC_SCHED_OK);
+    int prev = -1, n = 0;
     for (int j = 0; j < s.n; j++) {
         MPIR_Tnbc_entry_t *e = &s.entries[s.order[j]];
-        if (e->kind == MPIR_TNBC_SEND && e->peer == 6) {
+        if (e->kind == MPIR_TNBC_SEND && e->peer == 4) {
+            ck_assert_int_eq(e->tag, 0);
             ck_assert_int_eq(e->prev_peer, prev);
             prev = s.order[j];
+            n++;
         }
     }
-    ck_assert_int_ge(prev, 0);
+    ck_assert_int_gt(n, 1);
     MPIR_Tnbc_sched_free(&s);
 }
 END_TEST
@@ -717,6 +855,9 @@ static Suite *sched_suite(void)
     TCase *b = tcase_create("bcast");
     tcase_add_test(b, bcast_tree_delivers_every_segment);
     tcase_add_test(b, bcast_more_segments_than_bytes);
+    tcase_add_test(b, bcast_orders_deliver_and_reach_the_parents);
+    tcase_add_test(b, bcast_segments_follow_the_access_orders);
+    tcase_add_test(b, bcast_reports_reject_what_is_not_an_order);
     tcase_add_test(b, bad_arguments);
     tcase_add_test(b, sends_to_one_peer_post_in_schedule_order);
     suite_add_tcase(s, b);

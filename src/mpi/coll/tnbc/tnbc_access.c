@@ -189,6 +189,13 @@ const int *MPII_Tnbc_access_order(const MPIR_Tnbc_site_t * site)
     return site->rank;
 }
 
+const int *MPII_Tnbc_access_peer_order(const MPIR_Tnbc_site_t * site, int peer)
+{
+    if (!site || !MPIR_CVAR_TNBC_PRIORITIES || orders.tracing)
+        return NULL;
+    return MPIR_Tnbc_site_peer_order(site, peer);
+}
+
 static void log_append(const char *fmt, ...)
 {
     va_list ap;
@@ -257,7 +264,7 @@ void MPII_Tnbc_access_harvest(void)
 }
 
 void MPII_Tnbc_access_trace(MPIR_Tnbc_site_t * site, void *recv_user,
-                            const MPIR_Tnbc_sched_t * sched, const int *sub_block)
+                            const MPIR_Tnbc_sched_t * sched)
 {
     if (!site || !recv_user || sched->nrecv_sub == 0)
         return;
@@ -271,7 +278,7 @@ void MPII_Tnbc_access_trace(MPIR_Tnbc_site_t * site, void *recv_user,
     h->sub_block = MPL_malloc(sched->nrecv_sub * sizeof(int), MPL_MEM_COLL);
     if (!h->sub_block)
         return;
-    memcpy(h->sub_block, sub_block, sched->nrecv_sub * sizeof(int));
+    MPIR_Tnbc_sched_recv_sub_blocks(sched, h->sub_block);
     if (MPIR_Pageguard_register(recv_user, sched->recv_bytes, sched->nrecv_sub,
                                 sched->recv_sub_off, sched->recv_sub_len, MPIR_PAGEGUARD_RECV,
                                 MPIR_PAGEGUARD_TRACE, &h->region) != MPIR_PAGEGUARD_OK) {

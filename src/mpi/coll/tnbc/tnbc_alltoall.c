@@ -188,20 +188,6 @@ static const int *access_order(MPII_Tnbc_start_t * args, const MPII_Tnbc_nbrs_t 
     return MPIR_CVAR_TNBC_RECV_ORDER ? args->access_pos : NULL;
 }
 
-/* Trace run: the data is in place; guard it to see the application's first touches. */
-static void trace_recv(MPIR_Tnbc_site_t * site, const MPII_Tnbc_start_t * args,
-                       const MPIR_Tnbc_sched_t * sched)
-{
-    if (!args->trace || !args->recv_user)
-        return;
-    int *peer = MPL_malloc((sched->nrecv_sub + 1) * sizeof(int), MPL_MEM_COLL);
-    if (!peer)
-        return;
-    MPIR_Tnbc_sched_recv_sub_peers(sched, peer);
-    MPII_Tnbc_access_trace(site, args->recv_user, sched, peer);
-    MPL_free(peer);
-}
-
 int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_side,
                          const MPII_Tnbc_side_t * recv, MPIR_Comm * comm_ptr,
                          const MPII_Tnbc_nbrs_t * nbrs, int flags, int *handled)
@@ -308,8 +294,8 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
     if (op) {
         if (args.recv_packed)
             mpi_errno = unpack_side(MPII_Tnbc_op_packed_recv(op), recv, nr, rbytes, roff);
-        else
-            trace_recv(site, &args, MPII_Tnbc_op_sched(op));
+        else if (args.trace && args.recv_user)  /* guard the data to see the first touches */
+            MPII_Tnbc_access_trace(site, args.recv_user, MPII_Tnbc_op_sched(op));
         MPII_Tnbc_op_free(op);
         MPIR_ERR_CHECK(mpi_errno);
     }

@@ -6,7 +6,12 @@
 /* Bcast: a binomial tree over segments (tnbc_sched.c). Each process returns once its edge
  * pieces are in; its children get each segment as soon as it has arrived. The root's buffer
  * is copied or made read-only until sent; a derived datatype is packed (root) or received into
- * a temporary buffer and unpacked in the call (other processes). */
+ * a temporary buffer and unpacked in the call (other processes).
+ *
+ * Segments by access order: the segments are the blocks of the call site's access order. A
+ * process posts its receives in its own order (learnt from its faults or from a profile) and
+ * tells its parent that order in every call; a parent sends to each child in the order that
+ * child last reported, so the root, which never faults, learns from its children. */
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
@@ -30,6 +35,67 @@ cvars:
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
+/* A parent keeps the orders its children reported (in its work space). */
+static void learn_child_orders(MPIR_Tnbc_site_t * site, const MPIR_Tnbc_sched_t * sched,
+                               const char *work)
+{
+    int npieces = site->key.nblocks;
+    int *pos = MPL_malloc((npieces + 1) * sizeof(int), MPL_MEM_COLL);
+
+    for (int i = 0; pos && i < sched->n; i++) {
+        const MPIR_Tnbc_entry_t *e = &sched->entries[i];
+        if (e->kind == MPIR_TNBC_RECV && e->space == MPIR_TNBC_SPACE_WORK &&
+            MPIR_Tnbc_bcast_report_decode(work + e->off, e->len, npieces, pos))
+            MPIR_Tnbc_site_set_peer_order(site, e->peer, pos);
+    }
+    MPL_free(pos);
+}
+
+/* The orders of this call: our receives', each child's, and the report for our parent (in the
+ * send space of a process other than the root). */
+static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int nseg,
+                          MPIR_Tnbc_bcast_order_t * order, const int **child_pos,
+                          MPIR_Tnbc_site_t ** site_out)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Comm *comm = args->comm;
+    int parent, children[MPIR_TNBC_BCAST_MAX_CHILDREN];
+    int nchildren = MPIR_Tnbc_bcast_tree(comm->rank, comm->local_size, root, &parent, children);
+    int npieces = MPIR_Tnbc_bcast_pieces(nbytes, nseg), by_child = 0;
+    MPIR_Tnbc_site_t *site = MPII_Tnbc_access_site(MPIR_TNBC_COLL_BCAST, comm->local_size,
+                                                   npieces, nbytes);
+
+    *site_out = site;
+    args->trace = site && MPII_Tnbc_access_tracing();
+    args->site = args->trace ? NULL : site;
+    args->on_done = learn_child_orders;
+    order->recv_pos = MPII_Tnbc_access_order(site);
+    order->child_pos = child_pos;
+    for (int c = 0; c < nchildren; c++) {
+        child_pos[c] = MPII_Tnbc_access_peer_order(site, children[c]);
+        by_child |= (child_pos[c] != NULL);
+    }
+    if (order->recv_pos && parent >= 0)
+        MPII_Tnbc_stats_bcast(MPII_TNBC_BCAST_OWN_ORDER);
+    if (by_child)
+        MPII_Tnbc_stats_bcast(MPII_TNBC_BCAST_CHILD_ORDER);
+
+    size_t report = MPIR_Tnbc_bcast_report_bytes(npieces);
+    if (parent >= 0 && report) {
+        args->send_packed = MPL_malloc(report, MPL_MEM_COLL);
+        MPIR_ERR_CHKANDJUMP(!args->send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        /* what we read, else what our first child reads (it passes knowledge up the tree) */
+        MPIR_Tnbc_bcast_report_encode(order->recv_pos ? order->recv_pos :
+                                      nchildren ? child_pos[0] : NULL, npieces,
+                                      args->send_packed);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
                     MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
@@ -52,7 +118,13 @@ int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int roo
 
     int rank = comm_ptr->rank, flat = MPII_Tnbc_is_flat(datatype);
     int nseg = MPL_MIN(MPL_MAX(1, MPIR_CVAR_TNBC_BCAST_SEGMENTS), 1024);
-    int rc = MPIR_Tnbc_sched_bcast(&args.sched, rank, comm_ptr->local_size, root, nbytes, nseg);
+    MPIR_Tnbc_bcast_order_t order;
+    const int *child_pos[MPIR_TNBC_BCAST_MAX_CHILDREN];
+    MPIR_Tnbc_site_t *site;
+    mpi_errno = order_segments(&args, root, nbytes, nseg, &order, child_pos, &site);
+    MPIR_ERR_CHECK(mpi_errno);
+    int rc = MPIR_Tnbc_sched_bcast(&args.sched, rank, comm_ptr->local_size, root, nbytes, nseg,
+                                   &order);
     MPIR_ERR_CHKANDJUMP(rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
 
     if (rank == root) {
@@ -76,6 +148,8 @@ int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int roo
         if (args.recv_packed)
             mpi_errno = MPIR_Typerep_unpack(MPII_Tnbc_op_packed_recv(op), nbytes, buffer,
                                             count, datatype, 0, &actual);
+        else if (args.trace && args.recv_user)
+            MPII_Tnbc_access_trace(site, args.recv_user, MPII_Tnbc_op_sched(op));
         MPII_Tnbc_op_free(op);
         MPIR_ERR_CHECK(mpi_errno);
     }

@@ -48,6 +48,10 @@ void MPII_Tnbc_stats_count(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_decision_t decision)
 /* ---- operations (tnbc_op.c): a schedule bound to buffers; knows nothing of the engine ---- */
 
 /* What an entry point hands to MPII_Tnbc_op_start. */
+/* Called when a completed operation is freed: learn from what its work space received. */
+typedef void (*MPII_Tnbc_on_done_t) (MPIR_Tnbc_site_t * site, const MPIR_Tnbc_sched_t * sched,
+                                      const char *work);
+
 typedef struct {
     MPIR_Tnbc_coll_t coll;
     MPIR_Comm *comm;
@@ -62,6 +66,7 @@ typedef struct {
     int trace;                  /* a trace run: complete in the call (tnbc_access.c) */
     int no_helper;              /* no helper thread: complete in the call (launch sets it) */
     MPIR_Tnbc_site_t *site;     /* learn this site's access order from the faults (or NULL) */
+    MPII_Tnbc_on_done_t on_done;        /* with site: learn from the work space too */
     const int *access_pos;      /* pairwise layout: position of source rank p's block in the
                                  * access order, here and (we assume) at every receiver, for
                                  * node arbitration (tnbc_node.c); NULL: unknown */
@@ -259,11 +264,14 @@ MPIR_Tnbc_site_t *MPII_Tnbc_access_site(MPIR_Tnbc_coll_t coll, int comm_size, in
                                         uint64_t recv_bytes);
 /* The positions of the site's blocks to post by, or NULL (unknown, priorities off, tracing). */
 const int *MPII_Tnbc_access_order(const MPIR_Tnbc_site_t * site);
+/* The order another process reported for the site (a Bcast child), or NULL (none, priorities
+ * off, tracing). */
+const int *MPII_Tnbc_access_peer_order(const MPIR_Tnbc_site_t * site, int peer);
 int MPII_Tnbc_access_tracing(void);
-/* Trace run: guard the completed receive buffer of a call and keep it for its first touches;
- * sub_block[k] is the block of receive sub-message k. */
+/* Trace run: guard the completed receive buffer of a call and keep it for its first touches
+ * (the schedule's blocks: MPIR_Tnbc_sched_recv_sub_blocks). */
 void MPII_Tnbc_access_trace(MPIR_Tnbc_site_t * site, void *recv_user,
-                            const MPIR_Tnbc_sched_t * sched, const int *sub_block);
+                            const MPIR_Tnbc_sched_t * sched);
 /* Record and release the trace regions kept so far (before a new collective guards). */
 void MPII_Tnbc_access_harvest(void);
 
@@ -302,6 +310,12 @@ typedef enum {
     MPII_TNBC_RM_COUNT
 } MPII_Tnbc_rm_event_t;
 void MPII_Tnbc_stats_rm(MPII_Tnbc_rm_event_t event);
+typedef enum {
+    MPII_TNBC_BCAST_OWN_ORDER,  /* a Bcast posted its receives in its access order */
+    MPII_TNBC_BCAST_CHILD_ORDER,        /* and sent to a child in the order that child reported */
+    MPII_TNBC_BCAST_COUNT
+} MPII_Tnbc_bcast_event_t;
+void MPII_Tnbc_stats_bcast(MPII_Tnbc_bcast_event_t event);
 void MPII_Tnbc_pvars_register(void);
 
 #endif /* TNBC_IMPL_H_INCLUDED */

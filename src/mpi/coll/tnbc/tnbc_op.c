@@ -50,7 +50,7 @@ struct MPII_Tnbc_op {
     struct MPII_Tnbc_op *next;  /* the engine's list (MPII_Tnbc_op_link) */
     MPIR_Tnbc_coll_t coll;
     MPIR_Comm *comm;
-    int tag;
+    int *tags;                  /* the schedule's tags; tags[0] names the operation */
     MPIR_Tnbc_sched_t sched;
     MPIR_Request **req;         /* per entry */
     unsigned char *state;       /* per entry: MPII_TNBC_ENTRY_* */
@@ -75,6 +75,7 @@ struct MPII_Tnbc_op {
     int error;                  /* an MPI error code seen after the call returned */
     uint64_t t_start_ns;
     MPIR_Tnbc_site_t *site;     /* learns from our faults when we are freed */
+    MPII_Tnbc_on_done_t on_done;        /* and from our work space, if we completed */
 
     MPII_Tnbc_turn_t turn;      /* node arbitration of the remote bodies */
     unsigned char *remote;      /* per entry: a body that takes turns, or NULL: none does */
@@ -225,7 +226,7 @@ static void setup_turn(MPII_Tnbc_op_t * op, int pos)
             bytes += e->len;
         }
     }
-    if (!MPII_Tnbc_node_join(&op->turn, op->comm, op->tag, pos, bytes)) {
+    if (!MPII_Tnbc_node_join(&op->turn, op->comm, op->tags[0], pos, bytes)) {
         MPL_free(op->remote);
         op->remote = NULL;
     }
@@ -259,6 +260,30 @@ static void abandon_unposted(MPII_Tnbc_op_t * op)
     }
 }
 
+/* Every process draws the same tags: collectives start in the same order everywhere, and
+ * the count is the schedule's, which every process computes alike. All are drawn even without
+ * memory to keep them, so that the next collectives still agree. */
+static int draw_tags(MPII_Tnbc_op_t * op)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int ntags = MPL_MAX(op->sched.ntags, 1);
+
+    op->tags = MPL_malloc(ntags * sizeof(int), MPL_MEM_COLL);
+    for (int i = 0; i < ntags; i++) {
+        int tag;
+        mpi_errno = MPIR_Sched_next_tag(op->comm, &tag);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (op->tags)
+            op->tags[i] = tag;
+    }
+    MPIR_ERR_CHKANDJUMP(!op->tags, mpi_errno, MPI_ERR_OTHER, "**nomem");
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -274,6 +299,7 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     op->reduce_op = args->reduce_op;
     op->t_start_ns = MPII_Tnbc_now_ns();
     op->site = args->site;
+    op->on_done = args->on_done;
     op->outcome = MPIR_TNBC_EARLY;
     if (args->trace)
         op->outcome = MPIR_TNBC_SYNC_TRACE;
@@ -284,8 +310,7 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     else if (args->no_helper)
         op->outcome = MPIR_TNBC_SYNC_NO_HELPER;
 
-    /* every process draws the same tag: collectives start in the same order everywhere */
-    mpi_errno = MPIR_Sched_next_tag(op->comm, &op->tag);
+    mpi_errno = draw_tags(op);
     MPIR_ERR_CHECK(mpi_errno);
 
     int n = op->sched.n;
@@ -363,11 +388,12 @@ static int post_entry(MPII_Tnbc_op_t * op, int i)
 
     switch (e->kind) {
         case MPIR_TNBC_RECV:
-            mpi_errno = MPIC_Irecv(at, e->len, MPI_BYTE, e->peer, op->tag, op->comm, &op->req[i]);
+            mpi_errno = MPIC_Irecv(at, e->len, MPI_BYTE, e->peer, op->tags[e->tag], op->comm,
+                                   &op->req[i]);
             break;
         case MPIR_TNBC_SEND:
-            mpi_errno = MPIC_Isend(at, e->len, MPI_BYTE, e->peer, op->tag, op->comm, &op->req[i],
-                                   &errflag);
+            mpi_errno = MPIC_Isend(at, e->len, MPI_BYTE, e->peer, op->tags[e->tag], op->comm,
+                                   &op->req[i], &errflag);
             break;
         case MPIR_TNBC_COPY:
             memcpy(at, src, e->len);
@@ -477,21 +503,20 @@ static void learn_from_faults(MPII_Tnbc_op_t * op)
 {
     MPIR_Tnbc_sched_t *s = &op->sched;
     int nb = op->site->key.nblocks;
-    int *peer = MPL_malloc((s->nrecv_sub + 1) * sizeof(int), MPL_MEM_COLL);
+    int *block = MPL_malloc((s->nrecv_sub + 1) * sizeof(int), MPL_MEM_COLL);
     int *touch = MPL_calloc(nb + 1, sizeof(int), MPL_MEM_COLL);
-    if (peer && touch) {
-        MPIR_Tnbc_sched_recv_sub_peers(s, peer);
+    if (block && touch) {
+        MPIR_Tnbc_sched_recv_sub_blocks(s, block);
         for (int k = 0; k < s->nrecv_sub; k++) {
-            int order;
+            int order, b = block[k];
             uint64_t t;
             MPIR_Pageguard_first_touch(op->recv_region, k, &order, &t);
-            if (order > 0 && peer[k] >= 0 && peer[k] < nb &&
-                (touch[peer[k]] == 0 || order < touch[peer[k]]))
-                touch[peer[k]] = order;
+            if (order > 0 && b >= 0 && b < nb && (touch[b] == 0 || order < touch[b]))
+                touch[b] = order;
         }
         MPIR_Tnbc_site_observe(op->site, touch, 0);
     }
-    MPL_free(peer);
+    MPL_free(block);
     MPL_free(touch);
 }
 
@@ -501,6 +526,8 @@ int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
     MPL_free(op->remote);
     if (op->recv_region && op->site)
         learn_from_faults(op);
+    if (op->on_done && op->site && !op->error && MPII_Tnbc_op_is_done(op))
+        op->on_done(op->site, &op->sched, op->work);
     if (op->recv_region)
         MPIR_Pageguard_unregister(op->recv_region);
     if (op->send_region)
@@ -510,6 +537,7 @@ int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
             MPIR_Request_free(op->req[i]);
     MPL_free(op->recv_tmp);
     MPL_free(op->work);
+    MPL_free(op->tags);
     MPL_free(op->send_copy);
     MPL_free(op->send_src);
     MPL_free(op->send_left);

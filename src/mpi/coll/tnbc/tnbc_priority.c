@@ -26,8 +26,13 @@ void MPIR_Tnbc_sites_init(MPIR_Tnbc_sites_t * t)
 void MPIR_Tnbc_sites_free(MPIR_Tnbc_sites_t * t)
 {
     for (int i = 0; i < t->n; i++) {
-        free(t->sites[i]->rank);
-        free(t->sites[i]);
+        MPIR_Tnbc_site_t *s = t->sites[i];
+        for (int p = 0; p < s->npeers; p++)
+            free(s->peer_pos[p]);
+        free(s->peer_pos);
+        free(s->peer_rank);
+        free(s->rank);
+        free(s);
     }
     free(t->sites);
     MPIR_Tnbc_sites_init(t);
@@ -82,6 +87,36 @@ MPIR_Tnbc_site_t *MPIR_Tnbc_sites_get(MPIR_Tnbc_sites_t * t, const MPIR_Tnbc_sit
     if (any || !create)
         return any;
     return add_site(t, key);
+}
+
+const int *MPIR_Tnbc_site_peer_order(const MPIR_Tnbc_site_t * s, int peer)
+{
+    for (int p = 0; p < s->npeers; p++)
+        if (s->peer_rank[p] == peer)
+            return s->peer_pos[p];
+    return NULL;
+}
+
+int MPIR_Tnbc_site_set_peer_order(MPIR_Tnbc_site_t * s, int peer, const int *pos)
+{
+    size_t bytes = ((size_t) s->key.nblocks + 1) * sizeof(int);
+    int *kept = (int *) MPIR_Tnbc_site_peer_order(s, peer);
+
+    if (!kept) {
+        int *rank = realloc(s->peer_rank, (s->npeers + 1) * sizeof(int));
+        if (rank)
+            s->peer_rank = rank;
+        int **all = rank ? realloc(s->peer_pos, (s->npeers + 1) * sizeof(int *)) : NULL;
+        if (all)
+            s->peer_pos = all;
+        kept = all ? malloc(bytes) : NULL;
+        if (!kept)
+            return 0;
+        s->peer_rank[s->npeers] = peer;
+        s->peer_pos[s->npeers++] = kept;
+    }
+    memcpy(kept, pos, s->key.nblocks * sizeof(int));
+    return 1;
 }
 
 void MPIR_Tnbc_site_order(const MPIR_Tnbc_site_t * s, int *blocks)

@@ -42,6 +42,11 @@ typedef struct {
     unsigned long calls;        /* collectives seen at this site */
     unsigned long observations; /* calls whose touches were recorded */
     unsigned long changes;      /* observations that changed the order */
+    /* orders other processes reported for this site (a Bcast parent hears its children's):
+     * peer_pos[i] is the newest from peer_rank[i] */
+    int npeers;
+    int *peer_rank;
+    int **peer_pos;
 } MPIR_Tnbc_site_t;
 
 typedef struct {
@@ -73,6 +78,11 @@ void MPIR_Tnbc_touch_ranks(int *touch, int n);
 
 /* blocks[i] = the block at position i (the inverse of rank). */
 void MPIR_Tnbc_site_order(const MPIR_Tnbc_site_t * s, int *blocks);
+
+/* Keep the order peer reported (pos[b]: block b's position); returns 0 without memory. */
+int MPIR_Tnbc_site_set_peer_order(MPIR_Tnbc_site_t * s, int peer, const int *pos);
+/* The order peer last reported, or NULL. */
+const int *MPIR_Tnbc_site_peer_order(const MPIR_Tnbc_site_t * s, int peer);
 
 /* Parse a whole profile. Returns OK, ERR_NOMEM, or ERR_SYNTAX with the 1-based line in
  * *bad_line. Sites are added to t (from_profile, known). */

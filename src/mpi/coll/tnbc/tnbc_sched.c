@@ -8,6 +8,7 @@
 #endif
 #include "tnbc_sched.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ MPIR_Tnbc_entry_t MPII_Tnbc_entry(MPIR_Tnbc_kind_t kind, int peer, MPIR_Tnbc_spa
 {
     MPIR_Tnbc_entry_t e = {.kind = kind, .peer = peer, .space = space, .off = off,
         .src_space = MPIR_TNBC_SPACE_SEND, .len = len, .after = -1, .after2 = -1,
-        .prev_peer = -1, .sub = -1, .prio = prio
+        .prev_peer = -1, .sub = -1, .prio = prio, .tag = 0, .block = -1
     };
     return e;
 }
@@ -145,14 +146,14 @@ int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
                                              NULL);
 }
 
-void MPIR_Tnbc_sched_recv_sub_peers(const MPIR_Tnbc_sched_t * s, int *peer)
+void MPIR_Tnbc_sched_recv_sub_blocks(const MPIR_Tnbc_sched_t * s, int *block)
 {
     for (int k = 0; k < s->nrecv_sub; k++)
-        peer[k] = -1;
+        block[k] = -1;
     for (int i = 0; i < s->n; i++) {
         const MPIR_Tnbc_entry_t *e = &s->entries[i];
         if (MPIR_Tnbc_entry_fills_recv(e) && e->sub >= 0 && e->kind != MPIR_TNBC_REDUCE)
-            peer[e->sub] = e->peer;
+            block[e->sub] = e->block >= 0 ? e->block : e->peer;
     }
 }
 
@@ -252,36 +253,125 @@ int MPIR_Tnbc_sched_neighbor(MPIR_Tnbc_sched_t * s, int nsend, const int *dests,
     return MPIR_Tnbc_sched_finish(s);
 }
 
-int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, size_t nbytes,
-                          int nseg)
+int MPIR_Tnbc_bcast_tree(int rank, int size, int root, int *parent, int *children)
 {
-    int rc, vrank, parent = -1, top;
+    int vrank = (rank - root + size) % size, top, n = 0;
+
+    /* binomial tree over ranks relative to the root: the parent clears the lowest set bit */
+    *parent = -1;
+    for (top = 1; top < size; top <<= 1) {
+        if (vrank & top) {
+            *parent = (vrank - top + root) % size;
+            break;
+        }
+    }
+    /* children: vrank + mask for every mask below our lowest set bit, largest subtree first */
+    for (int mask = top >> 1; mask > 0; mask >>= 1)
+        if (vrank + mask < size)
+            children[n++] = (vrank + mask + root) % size;
+    return n;
+}
+
+int MPIR_Tnbc_bcast_pieces(size_t nbytes, int nseg)
+{
+    size_t off[MPII_TNBC_MAX_SEGS + 2], len[MPII_TNBC_MAX_SEGS + 2];
+    if (nseg < 1 || nseg > MPII_TNBC_MAX_SEGS)
+        return 0;
+    return MPII_Tnbc_sched_segments(nbytes, 1, nseg, off, len);
+}
+
+size_t MPIR_Tnbc_bcast_report_bytes(int npieces)
+{
+    return npieces > 1 ? (size_t) (npieces + 1) * sizeof(int32_t) : 0;
+}
+
+void MPIR_Tnbc_bcast_report_encode(const int *pos, int npieces, void *report)
+{
+    int32_t *r = report;
+    r[0] = pos != NULL;
+    for (int k = 0; k < npieces; k++)
+        r[k + 1] = pos ? pos[k] : k;
+}
+
+int MPIR_Tnbc_bcast_report_decode(const void *report, size_t len, int npieces, int *pos)
+{
+    const int32_t *r = report;
+    int ok = (npieces > 1 && len == MPIR_Tnbc_bcast_report_bytes(npieces) && r[0] == 1);
+    char *seen = ok ? calloc(npieces, 1) : NULL;
+
+    if (!seen)
+        return 0;
+    for (int k = 0; k < npieces && ok; k++) {
+        ok = (r[k + 1] >= 0 && r[k + 1] < npieces && !seen[r[k + 1]]);
+        if (ok) {
+            seen[r[k + 1]] = 1;
+            pos[k] = r[k + 1];
+        }
+    }
+    free(seen);
+    return ok;
+}
+
+/* Edges first (they are what a process waits for before returning), then by position. */
+static int bcast_prio(int piece, int nedges, const int *pos)
+{
+    return piece < nedges ? piece : nedges + (pos ? pos[piece] : piece);
+}
+
+static int bcast_reports(MPIR_Tnbc_sched_t * s, int parent, int nchildren,
+                         const int *children, int npieces)
+{
+    int rc;
+    size_t report = MPIR_Tnbc_bcast_report_bytes(npieces);
+
+    if (!report)
+        return MPIR_TNBC_SCHED_OK;
+    if (parent >= 0) {
+        MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, parent, MPIR_TNBC_SPACE_SEND, 0,
+                                              report, 0);
+        e.tag = npieces + 1;
+        e.sub = MPII_Tnbc_sched_send_sub(s, 0, report);
+        if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
+            return rc;
+    }
+    for (int c = 0; c < nchildren; c++) {
+        MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_RECV, children[c], MPIR_TNBC_SPACE_WORK,
+                                              c * report, report, 0);
+        e.tag = npieces + 1;
+        if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
+            return rc;
+    }
+    s->work_bytes = nchildren * report;
+    return MPIR_TNBC_SCHED_OK;
+}
+
+int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, size_t nbytes,
+                          int nseg, const MPIR_Tnbc_bcast_order_t * order)
+{
+    int rc, parent, children[MPIR_TNBC_BCAST_MAX_CHILDREN];
+    const int *recv_pos = order ? order->recv_pos : NULL;
 
     if (size < 1 || rank < 0 || rank >= size || root < 0 || root >= size || nseg < 1 ||
         nseg > MPII_TNBC_MAX_SEGS)
         return MPIR_TNBC_SCHED_ERR_ARG;
-    rc = MPII_Tnbc_sched_reserve(s, nseg + 2, nseg + 2);
+    rc = MPII_Tnbc_sched_reserve(s, nseg + 2, nseg + 3);
     if (rc)
         return rc;
 
-    /* binomial tree over ranks relative to the root: the parent clears the lowest set bit */
-    vrank = (rank - root + size) % size;
-    for (top = 1; top < size; top <<= 1) {
-        if (vrank & top) {
-            parent = (vrank - top + root) % size;
-            break;
-        }
-    }
-
+    int nchildren = MPIR_Tnbc_bcast_tree(rank, size, root, &parent, children);
     size_t poff[MPII_TNBC_MAX_SEGS + 2], plen[MPII_TNBC_MAX_SEGS + 2];
     int npieces = MPII_Tnbc_sched_segments(nbytes, 1, nseg, poff, plen);
+    int nedges = (nbytes > 2 * MPIR_TNBC_SCHED_EDGE) ? 2 : 0;
 
+    s->ntags = npieces + 2;
     for (int k = 0; k < npieces; k++) {
         size_t off = poff[k], len = plen[k];
         int got = -1, sub;
         if (parent >= 0) {
             MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_RECV, parent, MPIR_TNBC_SPACE_RECV,
-                                                  off, len, k);
+                                                  off, len, bcast_prio(k, nedges, recv_pos));
+            e.tag = k + 1;
+            e.block = k;
             e.sub = MPII_Tnbc_sched_recv_sub(s, off, len);
             if ((got = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return got;
@@ -289,19 +379,22 @@ int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, s
         } else {
             sub = MPII_Tnbc_sched_send_sub(s, off, len);
         }
-        /* children: vrank + mask for every mask below our lowest set bit, largest subtree first */
-        for (int mask = top >> 1; mask > 0; mask >>= 1) {
-            if (vrank + mask >= size)
-                continue;
-            MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, (vrank + mask + root) % size,
+        for (int c = 0; c < nchildren; c++) {
+            const int *pos = (order && order->child_pos && order->child_pos[c]) ?
+                order->child_pos[c] : recv_pos;
+            MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, children[c],
                                                   parent >= 0 ? MPIR_TNBC_SPACE_RECV :
-                                                  MPIR_TNBC_SPACE_SEND, off, len, k);
+                                                  MPIR_TNBC_SPACE_SEND, off, len,
+                                                  bcast_prio(k, nedges, pos));
+            e.tag = k + 1;
             e.after = got;
             e.sub = (parent >= 0) ? -1 : sub;
             if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return rc;
         }
     }
+    if ((rc = bcast_reports(s, parent, nchildren, children, npieces)) != MPIR_TNBC_SCHED_OK)
+        return rc;
     if (parent < 0)
         s->send_bytes = nbytes;
     return MPIR_Tnbc_sched_finish(s);
@@ -352,7 +445,8 @@ static int sort_subs(int n, size_t * off, size_t * len, int *newid)
     return MPIR_TNBC_SCHED_OK;
 }
 
-/* Chain the sends to each peer, and the receives from it, in posting order (see the header). */
+/* Chain the sends to each peer, and the receives from it, in posting order; a message with a
+ * tag of its own needs no chain (see the header). */
 static int link_peers(MPIR_Tnbc_sched_t * s)
 {
     int npeers = 1;
@@ -368,7 +462,7 @@ static int link_peers(MPIR_Tnbc_sched_t * s)
         int i = s->order[j];
         MPIR_Tnbc_entry_t *e = &s->entries[i];
         e->prev_peer = -1;
-        if (e->kind == MPIR_TNBC_SEND || e->kind == MPIR_TNBC_RECV) {
+        if ((e->kind == MPIR_TNBC_SEND || e->kind == MPIR_TNBC_RECV) && e->tag == 0) {
             int *slot = &last[(e->kind == MPIR_TNBC_RECV) * npeers + e->peer];
             e->prev_peer = *slot;
             *slot = i;

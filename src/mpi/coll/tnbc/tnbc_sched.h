@@ -19,7 +19,11 @@
  * step. Lower priority values are posted first, and the sends (receives) to one peer are
  * always posted in that order ("prev_peer"), whatever order their dependencies complete in:
  * MPI matches messages of one tag in posting order, so the schedules of the two sides agree
- * on which message is which.
+ * on which message is which. An entry may instead have a tag of its own (tag > 0: the
+ * operation draws ntags tags) when it is the only message with that tag between its two
+ * processes in its direction; it matches whatever the posting order, so each side may post
+ * such messages in an order of its own (a Bcast posts its segments in each process's access
+ * order).
  *
  * Pure C: no MPICH includes, unit-tested with Check. */
 
@@ -67,6 +71,9 @@ typedef struct {
     int sub;                    /* receive sub-message if the entry writes the receive space,
                                  * else send sub-message if it reads the send space, else -1 */
     int prio;                   /* lower goes first */
+    int tag;                    /* which of the operation's tags (0: the shared one) */
+    int block;                  /* receive entries: the block of the access order the data
+                                 * belongs to (-1: the peer's, as in the pairwise layout) */
 } MPIR_Tnbc_entry_t;
 
 /* The sub-message an entry names is a receive sub-message (it fills the receive space). */
@@ -91,6 +98,7 @@ typedef struct {
     size_t elem;                /* REDUCE: bytes per element (lengths are multiples) */
     int body_prio;              /* entries of this priority or more are bodies, which no process
                                  * waits for before its call returns (0: none are) */
+    int ntags;                  /* tags the operation draws (0: one) */
 } MPIR_Tnbc_sched_t;
 
 void MPIR_Tnbc_sched_init(MPIR_Tnbc_sched_t * s);
@@ -118,8 +126,10 @@ static inline int MPIR_Tnbc_entry_is_body(const MPIR_Tnbc_sched_t * s, const MPI
     return s->body_prio > 0 && e->prio >= s->body_prio;
 }
 
-/* peer[k] = the rank receive sub-message k comes from (a self copy: that rank), or -1. */
-void MPIR_Tnbc_sched_recv_sub_peers(const MPIR_Tnbc_sched_t * s, int *peer);
+/* block[k] = the block of the access order receive sub-message k belongs to, or -1. The
+ * pairwise layouts have one block per source rank (a self copy: this rank); a Bcast has one
+ * per piece. */
+void MPIR_Tnbc_sched_recv_sub_blocks(const MPIR_Tnbc_sched_t * s, int *block);
 
 /* Neighbour collectives: nsend pieces to dests[k] (sbytes[k] at soff[k]) and nrecv pieces from
  * srcs[k] (rbytes[k] at roff[k]); a negative peer (MPI_PROC_NULL) moves nothing. A peer may
@@ -133,12 +143,37 @@ int MPIR_Tnbc_sched_neighbor(MPIR_Tnbc_sched_t * s, int nsend, const int *dests,
                              const int *srcs, const size_t * rbytes, const size_t * roff,
                              int recv_reversed);
 
-/* Binomial-tree Bcast of nbytes: a head and a tail edge, then the rest in nseg segments (at
- * least one byte each), in that order. The root's buffer is its send space; every other rank
- * receives into its receive space and forwards each segment to its children as soon as that
- * segment has arrived. */
+/* Binomial-tree Bcast of nbytes in pieces: a head and a tail edge (when nbytes > 2 EDGE), then
+ * the rest in nseg segments (at least one byte each); the pieces are the blocks of its access
+ * order. The root's buffer is its send space; every other rank receives into its receive space
+ * and forwards each piece to its children as soon as that piece has arrived. Every piece has a
+ * tag of its own, so each process posts its receives in its own access order (recv_pos[piece]:
+ * position, 0 first; NULL: piece order) and its sends to child c in that child's
+ * (child_pos[c], children in MPIR_Tnbc_bcast_tree's order; NULL or a NULL entry: recv_pos);
+ * edges always go first. With several pieces, every process but the root also sends its
+ * parent an order report (MPIR_Tnbc_bcast_report_bytes, from its send space: the caller puts
+ * it there) and every parent receives its children's into its work space, report c at
+ * c * report bytes, so that a parent learns the order its children read in. */
+typedef struct {
+    const int *recv_pos;
+    const int *const *child_pos;
+} MPIR_Tnbc_bcast_order_t;
+
 int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, size_t nbytes,
-                          int nseg);
+                          int nseg, const MPIR_Tnbc_bcast_order_t * order);
+/* The tree: *parent (-1 at the root) and children[], largest subtree first; returns the
+ * number of children. */
+#define MPIR_TNBC_BCAST_MAX_CHILDREN 32
+int MPIR_Tnbc_bcast_tree(int rank, int size, int root, int *parent, int *children);
+/* How many pieces (blocks) a Bcast of nbytes in nseg segments has. */
+int MPIR_Tnbc_bcast_pieces(size_t nbytes, int nseg);
+/* Bytes of one order report for npieces pieces (0: this Bcast sends none). A report is
+ * npieces + 1 int32: 1 when an order is known, then each piece's position. */
+size_t MPIR_Tnbc_bcast_report_bytes(int npieces);
+void MPIR_Tnbc_bcast_report_encode(const int *pos, int npieces, void *report);
+/* The positions a report carries into pos; 0 when it names no order or is not a
+ * permutation of npieces. */
+int MPIR_Tnbc_bcast_report_decode(const void *report, size_t len, int npieces, int *pos);
 
 /* Reductions with a commutative, associative op on elements of elem bytes; every length is
  * a multiple of elem. The head and tail edges (up to EDGE bytes of whole elements) of each

@@ -51,6 +51,7 @@ typedef struct {
     uint64_t app_sleeps, app_sleep_ns;
     uint64_t node_turns, node_holds, node_hold_ns, node_gave_up;
     uint64_t rm[MPII_TNBC_RM_COUNT];
+    uint64_t bcast[MPII_TNBC_BCAST_COUNT];
     uint64_t faults, stall_ns, mprotect_calls, guard_refusals, guard_prot, guard_window;
     uint64_t pages_dropped;
     uint64_t staging_reused;
@@ -136,6 +137,11 @@ void MPII_Tnbc_stats_rm(MPII_Tnbc_rm_event_t event)
     MPII_ADD(st.rm[event], 1);
 }
 
+void MPII_Tnbc_stats_bcast(MPII_Tnbc_bcast_event_t event)
+{
+    MPII_ADD(st.bcast[event], 1);
+}
+
 void MPII_Tnbc_stats_node_turn(uint64_t held_ns, int held, int gave_up)
 {
     MPII_ADD(st.node_turns, 1);
@@ -196,6 +202,10 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
                 " handed to stock (in place, repeated neighbours), %" PRIu64
                 " T-NBC schedules sent in the plan's order\n", who, s->rm[MPII_TNBC_RM_EXCHANGE],
                 s->rm[MPII_TNBC_RM_STOCK], s->rm[MPII_TNBC_RM_PLANNED_SENDS]);
+    if (s->bcast[MPII_TNBC_BCAST_OWN_ORDER] || s->bcast[MPII_TNBC_BCAST_CHILD_ORDER])
+        fprintf(stderr, "[tnbc %s] Bcast segments by access order: %" PRIu64
+                " calls received in their own order, %" PRIu64 " sent to a child in its order\n",
+                who, s->bcast[MPII_TNBC_BCAST_OWN_ORDER], s->bcast[MPII_TNBC_BCAST_CHILD_ORDER]);
     if (s->node_turns)
         fprintf(stderr, "[tnbc %s] node arbitration: %" PRIu64 " operations took turns, %"
                 PRIu64 " held their bodies for a more urgent node peer (%.3f ms), %" PRIu64
@@ -359,6 +369,10 @@ void MPII_Tnbc_pvars_register(void)
          "calls the reorder / merge algorithms handed to stock's algorithm");
     pvar("tnbc_rm_planned_sends", MPII_COUNTER(rm[MPII_TNBC_RM_PLANNED_SENDS]), get_helper,
          "T-NBC Alltoall(v) schedules that sent in the reorder plan's order");
+    pvar("tnbc_bcast_own_order", MPII_COUNTER(bcast[MPII_TNBC_BCAST_OWN_ORDER]), get_helper,
+         "T-NBC Bcasts that posted their receives in this process's access order");
+    pvar("tnbc_bcast_child_order", MPII_COUNTER(bcast[MPII_TNBC_BCAST_CHILD_ORDER]), get_helper,
+         "T-NBC Bcasts that sent to a child in the order that child reported");
     pvar("tnbc_helper_rounds", MPII_COUNTER(helper_rounds), get_helper,
          "progress rounds of the T-NBC helper thread");
     pvar("tnbc_helper_wakeups", MPII_COUNTER(helper_sleeps), get_helper,
