@@ -17,10 +17,16 @@
  *   tnbc_kernels crcrot BYTES ITERS NS  the same, but rank r reads block (r + 1 + s) mod size
  *                                       at step s: every rank reads in its own order
  *                                       (heterogeneous orders), the opposite of ring order
+ *   tnbc_kernels bcast BYTES ITERS NS   rank 0 broadcasts a table of size blocks of BYTES;
+ *                                       every rank checksums it block by block at NS per KiB,
+ *                                       from the last block to the first (a backward sweep)
+ *   tnbc_kernels bcastrot BYTES ITERS NS  the same, but rank r starts at its own block r
+ *                                       and wraps (each rank its part first)
  *
  * With TNBC_KERNELS_P2P=1 the main exchange is the rewrite a user could make by hand instead:
  * MPI_Irecv of every block and MPI_Isend of every piece, then MPI_Wait for block s right
- * before it is read (IS: the bucket sizes still by MPI_Alltoall).
+ * before it is read (IS: the bucket sizes still by MPI_Alltoall; Bcast: one MPI_Ibcast per
+ * block, in the order rank 0 reads).
  *
  * Nothing is added per block to flatter overlap: the transpose and the counting pass are what
  * the codes do. Per iteration (a barrier first), rank 0 prints the maximum over ranks of:
@@ -329,6 +335,58 @@ static double crc_iteration(int rank, int size, int iter, size_t bytes, uint64_t
     return now() - t0;
 }
 
+/* ---- Bcast: a table every rank reads at once, in an order of its own ---- */
+
+static int bcast_own_first;     /* bcastrot: rank r reads from its own block on */
+
+static int bcast_block(int rank, int size, int step)
+{
+    return bcast_own_first ? (rank + step) % size : size - 1 - step;
+}
+
+static double bcast_iteration(int rank, int size, int iter, size_t bytes, uint64_t * buf,
+                              double ns_per_kib, double *wait, int *errs)
+{
+    size_t per = bytes / sizeof(uint64_t);
+    if (rank == 0)
+        for (int s = 0; s < size; s++)
+            for (size_t i = 0; i < per; i++)
+                buf[s * per + i] = ((uint64_t) s << 40) ^ i ^ (uint64_t) iter;
+    double t0 = now();
+    if (!p2p) {
+        MPI_Bcast(buf, (int) (bytes * size), MPI_BYTE, 0, MPI_COMM_WORLD);
+    } else {
+        /* every process must start the Ibcasts in one order: rank 0's */
+        for (int step = 0; step < size; step++) {
+            int s = bcast_block(0, size, step);
+            MPI_Ibcast(buf + s * per, (int) bytes, MPI_BYTE, 0, MPI_COMM_WORLD, &rreq[s]);
+        }
+    }
+    returned = now();
+    *wait = returned - t0;
+    double per_block = ns_per_kib * 1e-9 * bytes / 1024;
+    uint64_t sum = 0;
+    for (int step = 0; step < size; step++) {
+        int s = bcast_block(rank, size, step);
+        const uint64_t *b = buf + s * per;
+        block_ready(s, b);
+        double start = now();
+        for (size_t i = 0; i < per; i++)
+            sum = sum * 31 + b[i];
+        if (b[0] != (((uint64_t) s << 40) ^ (uint64_t) iter) ||
+            b[per - 1] != (((uint64_t) s << 40) ^ (per - 1) ^ (uint64_t) iter))
+            (*errs)++;
+        double rest = per_block - (now() - start);      /* as in crc_iteration */
+        if (rest > 0) {
+            struct timespec ts = {.tv_sec = (time_t) rest,
+                .tv_nsec = (long) ((rest - (time_t) rest) * 1e9) };
+            nanosleep(&ts, NULL);
+        }
+    }
+    sink += sum;
+    return now() - t0;
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, errs = 0;
@@ -336,10 +394,12 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int crc = argc >= 2 && (!strcmp(argv[1], "crc") || !strcmp(argv[1], "crcrot"));
-    if (argc < 4 || (strcmp(argv[1], "ft") && strcmp(argv[1], "is") && !crc) ||
-        (crc && argc < 5)) {
+    int bcast = argc >= 2 && (!strcmp(argv[1], "bcast") || !strcmp(argv[1], "bcastrot"));
+    if (argc < 4 || (strcmp(argv[1], "ft") && strcmp(argv[1], "is") && !crc && !bcast) ||
+        ((crc || bcast) && argc < 5)) {
         if (rank == 0)
-            fprintf(stderr, "usage: tnbc_kernels ft|is|crc|crcrot BYTES ITERS [NS_PER_KIB]\n");
+            fprintf(stderr, "usage: tnbc_kernels ft|is|crc|crcrot|bcast|bcastrot BYTES ITERS "
+                    "[NS_PER_KIB]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *kernel = argv[1];
@@ -347,6 +407,7 @@ int main(int argc, char **argv)
     int iters = atoi(argv[3]);
     double ns_per_kib = argc > 4 ? atof(argv[4]) : 0;
     rotated = !strcmp(kernel, "crcrot");
+    bcast_own_first = !strcmp(kernel, "bcastrot");
     stall_init();
     p2p = getenv("TNBC_KERNELS_P2P") && atoi(getenv("TNBC_KERNELS_P2P"));
     rreq = malloc(size * sizeof(MPI_Request));
@@ -394,6 +455,8 @@ int main(int argc, char **argv)
         else if (!strcmp(kernel, "is"))
             total = is_iteration(rank, size, it, bytes, sbuf, nkeys, rbuf, recv_cap, hist,
                                  &wait, &errs);
+        else if (bcast)
+            total = bcast_iteration(rank, size, it, bytes, rbuf, ns_per_kib, &wait, &errs);
         else
             total = crc_iteration(rank, size, it, bytes, sbuf, rbuf, ns_per_kib, &wait, &errs);
         blocks_write(it, size);
