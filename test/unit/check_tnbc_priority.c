@@ -120,6 +120,61 @@ START_TEST(partial_observation_reorders_only_the_faulted_blocks)
 }
 END_TEST
 
+/* A backward sweep: only the block read first ever faults, and faults cannot place it. */
+START_TEST(faults_that_tell_nothing_ask_for_a_sample_until_one_confirms)
+{
+    MPIR_Tnbc_sites_t t;
+    MPIR_Tnbc_sites_init(&t);
+    MPIR_Tnbc_site_key_t k = key_of(0x20);
+    MPIR_Tnbc_site_t *s = MPIR_Tnbc_sites_get(&t, &k, 1);
+    int touch[NB];
+    const int last[1] = { 5 }, backward[NB] = { 5, 4, 3, 2, 1, 0 };
+
+    s->calls = 1;
+    ck_assert_int_eq(MPIR_Tnbc_site_take_sample(s, 8), 0);     /* nothing seen yet */
+    touches(touch, last, 1);
+    ck_assert_int_eq(MPIR_Tnbc_site_observe(s, touch, 0), 0);
+    s->calls = 2;
+    ck_assert_int_eq(MPIR_Tnbc_site_take_sample(s, 0), 0);     /* gap 0: never */
+    ck_assert_int_eq(MPIR_Tnbc_site_take_sample(s, 8), 1);
+    ck_assert_int_eq(MPIR_Tnbc_site_take_sample(s, 8), 0);     /* one per request */
+    /* the sample sees every touch */
+    touches(touch, backward, NB);
+    ck_assert_int_eq(MPIR_Tnbc_site_observe(s, touch, 1), 1);
+    assert_order(s, backward);
+    /* the order still stalls on its first block: ask again, but not before the gap */
+    s->calls = 3;
+    touches(touch, last, 1);
+    MPIR_Tnbc_site_observe(s, touch, 0);
+    ck_assert_int_eq(MPIR_Tnbc_site_take_sample(s, 8), 0);
+    s->calls = 10;
+    ck_assert_int_eq(MPIR_Tnbc_site_take_sample(s, 8), 1);
+    /* a sample that finds the same order confirms it: no more samples */
+    touches(touch, backward, NB);
+    ck_assert_int_eq(MPIR_Tnbc_site_observe(s, touch, 1), 0);
+    ck_assert_int_eq(s->confirmed, 1);
+    s->calls = 30;
+    touches(touch, last, 1);
+    MPIR_Tnbc_site_observe(s, touch, 0);
+    ck_assert_int_eq(MPIR_Tnbc_site_take_sample(s, 8), 0);
+    /* faults that move blocks undo the confirmation, and a later sample may be asked */
+    const int swapped[2] = { 4, 5 };
+    touches(touch, swapped, 2);
+    ck_assert_int_eq(MPIR_Tnbc_site_observe(s, touch, 0), 1);
+    ck_assert_int_eq(s->confirmed, 0);
+    touches(touch, swapped, 2);
+    ck_assert_int_eq(MPIR_Tnbc_site_observe(s, touch, 0), 0);
+    ck_assert_int_eq(MPIR_Tnbc_site_take_sample(s, 8), 1);
+    /* a profile's order is the user's: never sampled */
+    s->from_profile = 1;
+    touches(touch, last, 1);
+    MPIR_Tnbc_site_observe(s, touch, 0);
+    s->calls = 100;
+    ck_assert_int_eq(MPIR_Tnbc_site_take_sample(s, 8), 0);
+    MPIR_Tnbc_sites_free(&t);
+}
+END_TEST
+
 START_TEST(peers_orders_are_kept_per_peer_newest_first)
 {
     MPIR_Tnbc_sites_t t;
@@ -218,6 +273,7 @@ static Suite *priority_suite(void)
     tcase_add_test(tc, sites_are_found_by_shape_and_caller);
     tcase_add_test(tc, complete_observation_converges_and_readapts);
     tcase_add_test(tc, partial_observation_reorders_only_the_faulted_blocks);
+    tcase_add_test(tc, faults_that_tell_nothing_ask_for_a_sample_until_one_confirms);
     tcase_add_test(tc, peers_orders_are_kept_per_peer_newest_first);
     tcase_add_test(tc, profile_round_trip);
     tcase_add_test(tc, malformed_profiles_name_their_line);

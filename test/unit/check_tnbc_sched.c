@@ -116,6 +116,21 @@ static void run_local(sim_rank_t * r, const MPIR_Tnbc_entry_t * e)
             dst[b] = (unsigned char) (dst[b] + src[b]);
 }
 
+/* With a body window, a body send waits while as many to its peer are in flight. */
+static int window_full(const sim_rank_t * r, const MPIR_Tnbc_entry_t * e)
+{
+    int out = 0;
+    if (!r->s.body_window || e->kind != MPIR_TNBC_SEND || !MPIR_Tnbc_entry_is_body(&r->s, e))
+        return 0;
+    for (int i = 0; i < r->s.n; i++) {
+        const MPIR_Tnbc_entry_t *o = &r->s.entries[i];
+        out += (o->kind == MPIR_TNBC_SEND && o->peer == e->peer && (r->state[i] == 1 ||
+                                                                    r->state[i] == 3) &&
+                MPIR_Tnbc_entry_is_body(&r->s, o));
+    }
+    return out >= r->s.body_window;
+}
+
 /* Run all ranks to completion with the engine's posting rules; fails on a deadlock. */
 static void simulate(sim_rank_t * r, int size)
 {
@@ -133,6 +148,8 @@ static void simulate(sim_rank_t * r, int size)
                 if (r[k].state[i] != 0 || (e->after >= 0 && r[k].state[e->after] != 2) ||
                     (e->after2 >= 0 && r[k].state[e->after2] != 2) ||
                     (e->prev_peer >= 0 && r[k].state[e->prev_peer] == 0))
+                    continue;
+                if (window_full(&r[k], e))
                     continue;
                 r[k].post_seq[i] = seq++;
                 r[k].state[i] = 1;
@@ -432,6 +449,7 @@ static void run_bcast_ordered(int size, int root, size_t nbytes, int nseg, int r
         MPIR_Tnbc_sched_init(&r[k].s);
         ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&r[k].s, k, size, root, nbytes, nseg, &order),
                          MPIR_TNBC_SCHED_OK);
+        r[k].s.body_window = rule;      /* none, one or two segments in flight per child */
         ck_assert_uint_eq(r[k].s.send_bytes, k == root ? nbytes : parent >= 0 ? report : 0);
         ck_assert_uint_eq(r[k].s.work_bytes, nchildren * report);
         sim_alloc(&r[k], r[k].s.send_bytes, nbytes, root);
@@ -525,6 +543,7 @@ START_TEST(bcast_segments_follow_the_access_orders)
     MPIR_Tnbc_sched_init(&s);
     ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&s, RANK, SIZE, 0, 200000, NSEG, &order),
                      MPIR_TNBC_SCHED_OK);
+    ck_assert_int_eq(s.body_prio, 2);   /* the segments are bodies, the edges not */
     int last[3] = { -1, -1, -1 };       /* recv, to 6, to 5: the last piece seen */
     for (int j = 0; j < s.n; j++) {
         const MPIR_Tnbc_entry_t *e = &s.entries[s.order[j]];

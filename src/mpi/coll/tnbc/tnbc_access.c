@@ -9,7 +9,8 @@
  *   by T-NBC, or finalize; every first touch is recorded and written per rank at finalize;
  * - a profile (MPIR_CVAR_TNBC_PROFILE), merged from traces by maint/tnbc-profile;
  * - online learning: the page faults of earlier calls of the same call site (tnbc_op.c feeds
- *   them in when an operation is freed).
+ *   them in when an operation is freed); where they cannot tell the order, a sample: one call
+ *   of the site is recorded as in a trace run.
  * A call site is the application's call (its return address, as an offset in its object, so
  * that it is the same in every run of the binary) with the collective and its shape. */
 
@@ -61,6 +62,22 @@ cvars:
         MPIR_CVAR_TNBC_PROFILE or learnt from earlier calls of the same call site) for node
         arbitration, and with MPIR_CVAR_TNBC_RECV_ORDER for receive posting. Off: ring order,
         first in first out.
+
+    - name        : MPIR_CVAR_TNBC_SAMPLE_GAP
+      category    : TNBC
+      type        : int
+      default     : 8
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Online learning sees only the blocks read before they arrived. When those cannot tell
+        a call site's access order (one block, or blocks in the order already known), and the
+        order steers something (a Bcast's segments; Alltoall(v) with
+        MPIR_CVAR_TNBC_NODE_ARBITRATION or MPIR_CVAR_TNBC_RECV_ORDER), one of the site's next
+        calls is a sample: it completes inside the call, as in a trace run, and its first
+        touches give the whole order. At most one call in this many per site is a sample, and
+        none once a sample found the order unchanged. 0: never.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -189,6 +206,14 @@ const int *MPII_Tnbc_access_order(const MPIR_Tnbc_site_t * site)
     return site->rank;
 }
 
+int MPII_Tnbc_access_sampling(MPIR_Tnbc_site_t * site, int order_used)
+{
+    if (!site || !order_used || orders.tracing || !MPIR_CVAR_TNBC_PRIORITIES ||
+        MPIR_CVAR_TNBC_SAMPLE_GAP <= 0)
+        return 0;
+    return MPIR_Tnbc_site_take_sample(site, (unsigned long) MPIR_CVAR_TNBC_SAMPLE_GAP);
+}
+
 const int *MPII_Tnbc_access_peer_order(const MPIR_Tnbc_site_t * site, int peer)
 {
     if (!site || !MPIR_CVAR_TNBC_PRIORITIES || orders.tracing)
@@ -241,10 +266,11 @@ static void harvest(MPII_Tnbc_held_t * h)
             }
         }
         MPIR_Tnbc_touch_ranks(order, nb);
-        log_append("call %lu %s %d %" PRIu64 " %d 0x%" PRIx64 "\n", h->call,
+        if (orders.tracing)
+            log_append("call %lu %s %d %" PRIu64 " %d 0x%" PRIx64 "\n", h->call,
                    MPIR_Tnbc_coll_name(s->key.coll), s->key.comm_size, s->key.recv_bytes, nb,
                    s->key.caller);
-        for (int b = 0; b < nb; b++)
+        for (int b = 0; b < nb && orders.tracing; b++)
             if (order[b] > 0)
                 log_append("touch %d %d %" PRIu64 "\n", b, order[b],
                            when[b] > h->t_return_ns ? when[b] - h->t_return_ns : 0);

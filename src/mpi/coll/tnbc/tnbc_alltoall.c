@@ -182,7 +182,9 @@ static const int *access_order(MPII_Tnbc_start_t * args, const MPII_Tnbc_nbrs_t 
     for (int p = 0; p < nr; p++)
         total += rbytes[p];
     *site = MPII_Tnbc_access_site(args->coll, nr, nr, total);
-    args->trace = *site && MPII_Tnbc_access_tracing();
+    args->sample = MPII_Tnbc_access_sampling(*site, MPIR_CVAR_TNBC_RECV_ORDER ||
+                                             MPIR_CVAR_TNBC_NODE_ARBITRATION);
+    args->trace = *site && (MPII_Tnbc_access_tracing() || args->sample);
     args->site = args->trace ? NULL : *site;
     args->access_pos = MPII_Tnbc_access_order(*site);
     return MPIR_CVAR_TNBC_RECV_ORDER ? args->access_pos : NULL;

@@ -32,6 +32,18 @@ cvars:
         forwards a segment as soon as it has it, and the application can read a segment while
         later ones are still on the way. Must be the same on every process.
 
+    - name        : MPIR_CVAR_TNBC_BCAST_WINDOW
+      category    : TNBC
+      type        : int
+      default     : 1
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        A T-NBC Bcast keeps at most this many segments in flight to each child, in the order
+        the child reads them (MPIR_CVAR_TNBC_PRIORITIES): posted all at once, large messages
+        share the link and the segment read first arrives as late as the last. 0: no limit.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -66,7 +78,8 @@ static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int
                                                    npieces, nbytes);
 
     *site_out = site;
-    args->trace = site && MPII_Tnbc_access_tracing();
+    args->sample = MPII_Tnbc_access_sampling(site, parent >= 0);
+    args->trace = site && (MPII_Tnbc_access_tracing() || args->sample);
     args->site = args->trace ? NULL : site;
     args->on_done = learn_child_orders;
     order->recv_pos = MPII_Tnbc_access_order(site);
@@ -126,6 +139,7 @@ int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int roo
     int rc = MPIR_Tnbc_sched_bcast(&args.sched, rank, comm_ptr->local_size, root, nbytes, nseg,
                                    &order);
     MPIR_ERR_CHKANDJUMP(rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    args.sched.body_window = MPL_MAX(MPIR_CVAR_TNBC_BCAST_WINDOW, 0);
 
     if (rank == root) {
         if (flat) {

@@ -63,7 +63,9 @@ typedef struct {
     int small;                  /* this process's pieces are below the threshold */
     MPI_Datatype reduce_type;   /* REDUCE entries: builtin type and op */
     MPI_Op reduce_op;
-    int trace;                  /* a trace run: complete in the call (tnbc_access.c) */
+    int trace;                  /* a trace run or a sample: complete in the call, then guard
+                                 * the data for its first touches (tnbc_access.c) */
+    int sample;                 /* the trace is a sample (online learning) */
     int no_helper;              /* no helper thread: complete in the call (launch sets it) */
     MPIR_Tnbc_site_t *site;     /* learn this site's access order from the faults (or NULL) */
     MPII_Tnbc_on_done_t on_done;        /* with site: learn from the work space too */
@@ -268,6 +270,9 @@ const int *MPII_Tnbc_access_order(const MPIR_Tnbc_site_t * site);
  * off, tracing). */
 const int *MPII_Tnbc_access_peer_order(const MPIR_Tnbc_site_t * site, int peer);
 int MPII_Tnbc_access_tracing(void);
+/* Is this call of the site a sample (recorded like a trace run)? order_used: the order steers
+ * this collective. */
+int MPII_Tnbc_access_sampling(MPIR_Tnbc_site_t * site, int order_used);
 /* Trace run: guard the completed receive buffer of a call and keep it for its first touches
  * (the schedule's blocks: MPIR_Tnbc_sched_recv_sub_blocks). */
 void MPII_Tnbc_access_trace(MPIR_Tnbc_site_t * site, void *recv_user,

@@ -79,6 +79,7 @@ struct MPII_Tnbc_op {
 
     MPII_Tnbc_turn_t turn;      /* node arbitration of the remote bodies */
     unsigned char *remote;      /* per entry: a body that takes turns, or NULL: none does */
+    int *bodies_out;            /* per peer: body sends in flight (with a body window) */
     int held;                   /* the last poll held a remote body back */
 };
 
@@ -302,7 +303,7 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     op->on_done = args->on_done;
     op->outcome = MPIR_TNBC_EARLY;
     if (args->trace)
-        op->outcome = MPIR_TNBC_SYNC_TRACE;
+        op->outcome = args->sample ? MPIR_TNBC_SYNC_SAMPLE : MPIR_TNBC_SYNC_TRACE;
     else if (args->recv_packed)
         op->outcome = MPIR_TNBC_SYNC_PACKED;
     else if (args->small)
@@ -321,6 +322,9 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
         op->work = MPL_malloc(op->sched.work_bytes, MPL_MEM_COLL);
         MPIR_ERR_CHKANDJUMP(!op->work, mpi_errno, MPI_ERR_OTHER, "**nomem");
     }
+    /* no memory for the counts: every body goes at once, as without a window */
+    if (op->sched.body_window > 0 && op->sched.body_prio > 0)
+        op->bodies_out = MPL_calloc(op->comm->local_size, sizeof(int), MPL_MEM_COLL);
 
     setup_recv(op, args, op->outcome == MPIR_TNBC_EARLY);
     MPIR_ERR_CHKANDJUMP(op->recv_mode == MPII_TNBC_RECV_PACKED && !op->recv_tmp, mpi_errno,
@@ -412,11 +416,19 @@ static int post_entry(MPII_Tnbc_op_t * op, int i)
     goto fn_exit;
 }
 
+/* A body send that the body window counts. */
+static int windowed(const MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e)
+{
+    return op->bodies_out && e->kind == MPIR_TNBC_SEND && MPIR_Tnbc_entry_is_body(&op->sched, e);
+}
+
 static void entry_done(MPII_Tnbc_op_t * op, int i)
 {
     MPIR_Tnbc_entry_t *e = &op->sched.entries[i];
     op->state[i] = MPII_TNBC_ENTRY_DONE;
     op->ndone++;
+    if (windowed(op, e))
+        op->bodies_out[e->peer]--;
     if (op->remote && op->remote[i]) {
         op->turn.in_flight -= e->len;
         MPII_Tnbc_node_sent(&op->turn, e->len);
@@ -447,9 +459,13 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
                 op->held = 1;
                 continue;
             }
+            if (windowed(op, e) && op->bodies_out[e->peer] >= s->body_window)
+                continue;       /* a completion reopens it: a network event wakes the helper */
             mpi_errno = post_entry(op, i);
             MPIR_ERR_CHECK(mpi_errno);
             *made_progress = 1;
+            if (windowed(op, e))
+                op->bodies_out[e->peer]++;
             if (op->remote && op->remote[i])
                 op->turn.in_flight += e->len;
             if (e->kind == MPIR_TNBC_COPY || e->kind == MPIR_TNBC_REDUCE) {
@@ -538,6 +554,7 @@ int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
     MPL_free(op->recv_tmp);
     MPL_free(op->work);
     MPL_free(op->tags);
+    MPL_free(op->bodies_out);
     MPL_free(op->send_copy);
     MPL_free(op->send_src);
     MPL_free(op->send_left);

@@ -69,6 +69,7 @@ typedef enum {
     MPIR_TNBC_SYNC_NO_HELPER,           /* the helper thread could not be created */
     MPIR_TNBC_SYNC_PROT,                /* the receive buffer is not private read-write memory */
     MPIR_TNBC_SYNC_WINDOW,              /* the receive buffer is in an RMA window */
+    MPIR_TNBC_SYNC_SAMPLE,              /* recording every first touch (online learning) */
     MPIR_TNBC_OUTCOME_COUNT
 } MPIR_Tnbc_outcome_t;
 

@@ -89,6 +89,16 @@ MPIR_Tnbc_site_t *MPIR_Tnbc_sites_get(MPIR_Tnbc_sites_t * t, const MPIR_Tnbc_sit
     return add_site(t, key);
 }
 
+int MPIR_Tnbc_site_take_sample(MPIR_Tnbc_site_t * s, unsigned long gap)
+{
+    if (!s->want_sample || s->from_profile || gap == 0 ||
+        (s->sampled_at && s->calls < s->sampled_at + gap))
+        return 0;
+    s->want_sample = 0;
+    s->sampled_at = s->calls;
+    return 1;
+}
+
 const int *MPIR_Tnbc_site_peer_order(const MPIR_Tnbc_site_t * s, int peer)
 {
     for (int p = 0; p < s->npeers; p++)
@@ -198,6 +208,14 @@ int MPIR_Tnbc_site_observe(MPIR_Tnbc_site_t * s, const int *touch, int complete)
     }
     s->changes += changed && s->known;
     s->known = 1;
+    if (complete) {
+        s->confirmed = !changed;
+        s->want_sample = 0;
+    } else if (changed) {
+        s->confirmed = 0;
+    } else if (!s->confirmed) {
+        s->want_sample = 1;
+    }
 
   fn_exit:
     free(touched);

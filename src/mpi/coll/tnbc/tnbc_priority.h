@@ -42,6 +42,12 @@ typedef struct {
     unsigned long calls;        /* collectives seen at this site */
     unsigned long observations; /* calls whose touches were recorded */
     unsigned long changes;      /* observations that changed the order */
+    /* Faults show only the blocks read before they arrived: when they cannot place the blocks
+     * (one faulted, or several in the order already known), a coming call records every first
+     * touch (a sample), until a sample finds the order unchanged (confirmed). */
+    int confirmed;
+    int want_sample;
+    unsigned long sampled_at;   /* calls when the last sample was taken (0: none) */
     /* orders other processes reported for this site (a Bcast parent hears its children's):
      * peer_pos[i] is the newest from peer_rank[i] */
     int npeers;
@@ -68,10 +74,14 @@ MPIR_Tnbc_site_t *MPIR_Tnbc_sites_get(MPIR_Tnbc_sites_t * t, const MPIR_Tnbc_sit
 
 /* One call's first touches: touch[b] is block b's position among the touches (1 = first),
  * 0 when no touch was seen. complete: every block the application read reported its touch
- * (a trace run); otherwise only blocks still missing when read did (page faults), and those
- * are reordered among the positions they held, the others keep theirs. Returns 1 when the
- * order changed. */
+ * (a trace run or a sample); otherwise only blocks still missing when read did (page faults),
+ * and those are reordered among the positions they held, the others keep theirs. Returns 1
+ * when the order changed. Faults that change nothing ask for a sample (see confirmed). */
 int MPIR_Tnbc_site_observe(MPIR_Tnbc_site_t * s, const int *touch, int complete);
+
+/* Take a sample in this call? Only when faults could not tell the order, the site does not
+ * come from a profile, and gap calls have passed since the last sample (gap 0: never). */
+int MPIR_Tnbc_site_take_sample(MPIR_Tnbc_site_t * s, unsigned long gap);
 
 /* Renumber positive touch orders as 1, 2, ... keeping their order (0 stays 0). */
 void MPIR_Tnbc_touch_ranks(int *touch, int n);

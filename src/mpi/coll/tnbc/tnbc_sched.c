@@ -395,6 +395,7 @@ int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, s
     }
     if ((rc = bcast_reports(s, parent, nchildren, children, npieces)) != MPIR_TNBC_SCHED_OK)
         return rc;
+    s->body_prio = nedges;
     if (parent < 0)
         s->send_bytes = nbytes;
     return MPIR_Tnbc_sched_finish(s);

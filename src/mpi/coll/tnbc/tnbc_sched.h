@@ -99,6 +99,7 @@ typedef struct {
     int body_prio;              /* entries of this priority or more are bodies, which no process
                                  * waits for before its call returns (0: none are) */
     int ntags;                  /* tags the operation draws (0: one) */
+    int body_window;            /* sends of bodies in flight to one peer at most (0: any) */
 } MPIR_Tnbc_sched_t;
 
 void MPIR_Tnbc_sched_init(MPIR_Tnbc_sched_t * s);
@@ -120,7 +121,10 @@ int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
                                       const size_t * rbytes, const size_t * roff,
                                       const int *recv_pos, const int *send_pos);
 
-/* The entry is a body: no process waits for it before returning, so it may be held back. */
+/* The entry is a body: no process waits for it before returning, so it may be held back:
+ * by node arbitration, or by body_window, which keeps the order of priorities on the wire
+ * (posted all at once, a transport may move large messages side by side, and the one read
+ * first comes as late as the last). */
 static inline int MPIR_Tnbc_entry_is_body(const MPIR_Tnbc_sched_t * s, const MPIR_Tnbc_entry_t * e)
 {
     return s->body_prio > 0 && e->prio >= s->body_prio;
@@ -153,7 +157,8 @@ int MPIR_Tnbc_sched_neighbor(MPIR_Tnbc_sched_t * s, int nsend, const int *dests,
  * edges always go first. With several pieces, every process but the root also sends its
  * parent an order report (MPIR_Tnbc_bcast_report_bytes, from its send space: the caller puts
  * it there) and every parent receives its children's into its work space, report c at
- * c * report bytes, so that a parent learns the order its children read in. */
+ * c * report bytes, so that a parent learns the order its children read in. The segments
+ * are bodies (the edges are not). */
 typedef struct {
     const int *recv_pos;
     const int *const *child_pos;
