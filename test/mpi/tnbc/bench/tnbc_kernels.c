@@ -109,7 +109,8 @@ static void exchange(const void *sbuf, void *rbuf, size_t bytes, int rank, int s
 
 static FILE *blocks_log;
 static double returned;         /* when the exchange returned */
-static double *touch_ms, *ready_ms;
+static double *touch_ms, *ready_ms;   /* per block, by the position it was read at */
+static int reads;               /* blocks read so far in this iteration */
 
 /* the application is about to read block s, which starts at first */
 static void block_ready(int s, const volatile void *first)
@@ -121,16 +122,17 @@ static void block_ready(int s, const volatile void *first)
     }
     if (blocks_log) {
         (void) *(const volatile char *) first;  /* T-NBC: waits here until the block came */
-        touch_ms[s] = (t - returned) * 1e3;
-        ready_ms[s] = (now() - returned) * 1e3;
+        touch_ms[reads] = (t - returned) * 1e3;
+        ready_ms[reads++] = (now() - returned) * 1e3;
     }
 }
 
 static void blocks_write(int iter, int size)
 {
     if (blocks_log && iter >= 0)
-        for (int s = 0; s < size; s++)
-            fprintf(blocks_log, "%d %d %.3f %.3f\n", iter, s, touch_ms[s], ready_ms[s]);
+        for (int pos = 0; pos < size; pos++)
+            fprintf(blocks_log, "%d %d %.3f %.3f\n", iter, pos, touch_ms[pos], ready_ms[pos]);
+    reads = 0;
     if (blocks_log)
         fflush(blocks_log);     /* Debian's MPICH may never return from MPI_Finalize */
 }
