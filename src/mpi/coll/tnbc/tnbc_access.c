@@ -77,7 +77,9 @@ cvars:
         MPIR_CVAR_TNBC_NODE_ARBITRATION or MPIR_CVAR_TNBC_RECV_ORDER), one of the site's next
         calls is a sample: it completes inside the call, as in a trace run, and its first
         touches give the whole order. At most one call in this many per site is a sample, and
-        none once a sample found the order unchanged. 0: never.
+        none once a sample found the order unchanged, until faults move blocks again. The
+        sampled buffer stays guarded until its first touches, the next T-NBC collective or an
+        MPI routine that uses it. 0: never.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -87,6 +89,7 @@ cvars:
 
 typedef struct {
     MPIR_Pageguard_region_t *region;
+    uintptr_t lo, hi;           /* the buffer */
     MPIR_Tnbc_site_t *site;
     int *sub_block;             /* per receive sub-message: its block */
     int nsub;
@@ -266,14 +269,15 @@ static void harvest(MPII_Tnbc_held_t * h)
             }
         }
         MPIR_Tnbc_touch_ranks(order, nb);
-        if (orders.tracing)
+        if (orders.tracing) {   /* a sample is not traced */
             log_append("call %lu %s %d %" PRIu64 " %d 0x%" PRIx64 "\n", h->call,
-                   MPIR_Tnbc_coll_name(s->key.coll), s->key.comm_size, s->key.recv_bytes, nb,
-                   s->key.caller);
-        for (int b = 0; b < nb && orders.tracing; b++)
-            if (order[b] > 0)
-                log_append("touch %d %d %" PRIu64 "\n", b, order[b],
-                           when[b] > h->t_return_ns ? when[b] - h->t_return_ns : 0);
+                       MPIR_Tnbc_coll_name(s->key.coll), s->key.comm_size, s->key.recv_bytes,
+                       nb, s->key.caller);
+            for (int b = 0; b < nb; b++)
+                if (order[b] > 0)
+                    log_append("touch %d %d %" PRIu64 "\n", b, order[b],
+                               when[b] > h->t_return_ns ? when[b] - h->t_return_ns : 0);
+        }
         MPIR_Tnbc_site_observe(s, order, 1);
     }
     MPL_free(order);
@@ -287,6 +291,19 @@ void MPII_Tnbc_access_harvest(void)
     for (int i = 0; i < orders.nheld; i++)
         harvest(&orders.held[i]);
     orders.nheld = 0;
+}
+
+void MPII_Tnbc_access_release(const void *addr, size_t len)
+{
+    uintptr_t lo = (uintptr_t) addr, hi = lo + len;
+    int kept = 0;
+    for (int i = 0; i < orders.nheld; i++) {
+        if (orders.held[i].lo < hi && lo < orders.held[i].hi)
+            harvest(&orders.held[i]);
+        else
+            orders.held[kept++] = orders.held[i];
+    }
+    orders.nheld = kept;
 }
 
 void MPII_Tnbc_access_trace(MPIR_Tnbc_site_t * site, void *recv_user,
@@ -312,6 +329,8 @@ void MPII_Tnbc_access_trace(MPIR_Tnbc_site_t * site, void *recv_user,
         return;
     }
     h->site = site;
+    h->lo = (uintptr_t) recv_user;
+    h->hi = h->lo + sched->recv_bytes;
     h->nsub = sched->nrecv_sub;
     h->t_return_ns = MPII_Tnbc_now_ns();
     h->call = ++orders.calls;

@@ -30,7 +30,9 @@ cvars:
       description : >-
         A T-NBC Bcast sends its buffer in this many segments down the tree: an inner process
         forwards a segment as soon as it has it, and the application can read a segment while
-        later ones are still on the way. Must be the same on every process.
+        later ones are still on the way. Must be the same on every process: each segment has a
+        tag of its own, and a process that draws another number of tags mismatches every
+        later collective on the communicator.
 
     - name        : MPIR_CVAR_TNBC_BCAST_WINDOW
       category    : TNBC
@@ -52,7 +54,7 @@ static void learn_child_orders(MPIR_Tnbc_site_t * site, const MPIR_Tnbc_sched_t 
                                const char *work)
 {
     int npieces = site->key.nblocks;
-    int *pos = MPL_malloc((npieces + 1) * sizeof(int), MPL_MEM_COLL);
+    int *pos = work ? MPL_malloc((npieces + 1) * sizeof(int), MPL_MEM_COLL) : NULL;
 
     for (int i = 0; pos && i < sched->n; i++) {
         const MPIR_Tnbc_entry_t *e = &sched->entries[i];
@@ -80,7 +82,8 @@ static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int
     *site_out = site;
     args->sample = MPII_Tnbc_access_sampling(site, parent >= 0);
     args->trace = site && (MPII_Tnbc_access_tracing() || args->sample);
-    args->site = args->trace ? NULL : site;
+    args->site = site;  /* a trace run or a sample waits in the call: no faults to learn from,
+                         * but the children's reports still count */
     args->on_done = learn_child_orders;
     order->recv_pos = MPII_Tnbc_access_order(site);
     order->child_pos = child_pos;

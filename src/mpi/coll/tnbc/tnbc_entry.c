@@ -19,7 +19,9 @@ MPIR_Tnbc_decision_t MPII_Tnbc_decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm 
      * the application's call marks it. */
     facts->internal = !MPIR_Tnbc_user_coll;
     MPIR_Tnbc_user_coll = 0;
-    /* a trace run's buffers are released before a new collective may guard them again */
+    /* a trace run's buffers are released before a new collective may guard them again, and
+     * what the helper finished is freed, so that its operations' lessons reach the sites */
+    MPII_Tnbc_engine_reap();
     MPII_Tnbc_access_harvest();
     /* Internal collectives during MPI_Init or MPI_Finalize read their results at once. */
     facts->ready = (MPL_atomic_load_int(&MPIR_Process.mpich_state) ==

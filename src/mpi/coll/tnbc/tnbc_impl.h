@@ -47,11 +47,11 @@ void MPII_Tnbc_stats_count(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_decision_t decision)
 
 /* ---- operations (tnbc_op.c): a schedule bound to buffers; knows nothing of the engine ---- */
 
-/* What an entry point hands to MPII_Tnbc_op_start. */
 /* Called when a completed operation is freed: learn from what its work space received. */
 typedef void (*MPII_Tnbc_on_done_t) (MPIR_Tnbc_site_t * site, const MPIR_Tnbc_sched_t * sched,
                                       const char *work);
 
+/* What an entry point hands to MPII_Tnbc_op_start. */
 typedef struct {
     MPIR_Tnbc_coll_t coll;
     MPIR_Comm *comm;
@@ -279,6 +279,8 @@ void MPII_Tnbc_access_trace(MPIR_Tnbc_site_t * site, void *recv_user,
                             const MPIR_Tnbc_sched_t * sched);
 /* Record and release the trace regions kept so far (before a new collective guards). */
 void MPII_Tnbc_access_harvest(void);
+/* The same for those that overlap [addr, addr + len) (an MPI routine is about to use it). */
+void MPII_Tnbc_access_release(const void *addr, size_t len);
 
 /* ---- settle (tnbc_settle.c): MPI calls wait here for pending pieces of their buffers ---- */
 

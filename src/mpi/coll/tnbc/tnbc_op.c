@@ -345,8 +345,11 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     *op_out = op;
     return mpi_errno;
   fn_fail:
-    if (op)
+    if (op) {
+        if (!op->error)
+            op->error = mpi_errno;      /* nothing learnt from an operation that never ran */
         abandon_unposted(op);
+    }
     goto fn_exit;
 }
 

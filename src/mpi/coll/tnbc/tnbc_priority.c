@@ -110,7 +110,11 @@ const int *MPIR_Tnbc_site_peer_order(const MPIR_Tnbc_site_t * s, int peer)
 int MPIR_Tnbc_site_set_peer_order(MPIR_Tnbc_site_t * s, int peer, const int *pos)
 {
     size_t bytes = ((size_t) s->key.nblocks + 1) * sizeof(int);
-    int *kept = (int *) MPIR_Tnbc_site_peer_order(s, peer);
+    int *kept = NULL;
+
+    for (int p = 0; p < s->npeers && !kept; p++)
+        if (s->peer_rank[p] == peer)
+            kept = s->peer_pos[p];
 
     if (!kept) {
         int *rank = realloc(s->peer_rank, (s->npeers + 1) * sizeof(int));

@@ -37,7 +37,11 @@ static int range_clear_cond(const void *arg)
 int MPIR_Tnbc_settle_range(const void *addr, size_t len)
 {
     MPII_range_t r = {.addr = addr,.len = len };
-    if (!MPIR_Tnbc_ops_in_flight || len == 0 || !addr)
+    if (len == 0 || !addr)
+        return MPI_SUCCESS;
+    /* a trace run's or a sample's buffer: its data is there, only its touches are watched */
+    MPII_Tnbc_access_release(addr, len);
+    if (!MPIR_Tnbc_ops_in_flight)
         return MPI_SUCCESS;
     return settle_until(range_clear_cond, &r);
 }
@@ -95,6 +99,7 @@ static int no_ops_cond(const void *arg)
 
 int MPIR_Tnbc_settle_all(void)
 {
+    MPII_Tnbc_access_harvest();
     return settle_until(no_ops_cond, NULL);
 }
 
