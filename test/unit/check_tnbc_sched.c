@@ -429,8 +429,10 @@ static int *bcast_pos(int rule, int k, int npieces)
     return pos;
 }
 
-/* Every process knows its own order and its children's (as their reports would tell it). */
-static void run_bcast_ordered(int size, int root, size_t nbytes, int nseg, int rule)
+/* Every process knows its own order and its children's (as their reports would tell it).
+ * tree: the tree's order of ranks (root first), or NULL. */
+static void run_bcast_tree(int size, int root, size_t nbytes, int nseg, int rule,
+                           const int *tree)
 {
     sim_rank_t *r = calloc(size, sizeof(*r));
     int npieces = MPIR_Tnbc_bcast_pieces(nbytes, nseg);
@@ -442,10 +444,12 @@ static void run_bcast_ordered(int size, int root, size_t nbytes, int nseg, int r
     for (int k = 0; k < size; k++) {
         int parent, children[MPIR_TNBC_BCAST_MAX_CHILDREN];
         const int *child_pos[MPIR_TNBC_BCAST_MAX_CHILDREN];
-        int nchildren = MPIR_Tnbc_bcast_tree(k, size, root, &parent, children);
+        int nchildren = MPIR_Tnbc_bcast_tree(k, size, root, tree, &parent, children);
         for (int c = 0; c < nchildren; c++)
             child_pos[c] = pos[children[c]];
-        MPIR_Tnbc_bcast_order_t order = {.recv_pos = pos[k],.child_pos = child_pos };
+        MPIR_Tnbc_bcast_order_t order = {.recv_pos = pos[k],.child_pos = child_pos,
+            .ranks = tree
+        };
         MPIR_Tnbc_sched_init(&r[k].s);
         ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&r[k].s, k, size, root, nbytes, nseg, &order),
                          MPIR_TNBC_SCHED_OK);
@@ -475,7 +479,7 @@ static void run_bcast_ordered(int size, int root, size_t nbytes, int nseg, int r
     simulate(r, size);
     for (int k = 0; k < size; k++) {
         int parent, children[MPIR_TNBC_BCAST_MAX_CHILDREN];
-        int nchildren = MPIR_Tnbc_bcast_tree(k, size, root, &parent, children);
+        int nchildren = MPIR_Tnbc_bcast_tree(k, size, root, tree, &parent, children);
         if (k != root)
             ck_assert_mem_eq(r[k].recvspace, r[root].sendspace, nbytes);
         /* a parent holds each child's report */
@@ -495,10 +499,53 @@ static void run_bcast_ordered(int size, int root, size_t nbytes, int nseg, int r
     sim_free(r, size);
 }
 
+static void run_bcast_ordered(int size, int root, size_t nbytes, int nseg, int rule)
+{
+    run_bcast_tree(size, root, nbytes, nseg, rule, NULL);
+}
+
 static void run_bcast(int size, int root, size_t nbytes, int nseg)
 {
     run_bcast_ordered(size, root, nbytes, nseg, 0);
 }
+
+/* Ranks placed round-robin on 4 nodes, grouped by node for the tree: the root's node first;
+ * every edge below the top two levels stays inside a node. */
+START_TEST(bcast_tree_follows_a_node_order)
+{
+    enum { SIZE = 8, NODES = 4 };
+    for (int root = 0; root < SIZE; root += 3) {
+        int tree[SIZE], n = 0, parent, children[MPIR_TNBC_BCAST_MAX_CHILDREN];
+        tree[n++] = root;
+        for (int node = 0; node < NODES; node++) {
+            int nd = (root + node) % NODES;
+            for (int r = 0; r < SIZE; r++)
+                if (r % NODES == nd && r != root)
+                    tree[n++] = r;
+        }
+        ck_assert_int_eq(n, SIZE);
+        for (int k = 0; k < SIZE; k++) {
+            int nchildren = MPIR_Tnbc_bcast_tree(k, SIZE, root, tree, &parent, children);
+            ck_assert_int_ge(nchildren, 0);
+            for (int c = 0; c < nchildren; c++) {
+                int v = 0;
+                while (tree[v] != children[c])
+                    v++;
+                if (v % 2 == 1)         /* the last level: a node's second rank */
+                    ck_assert_int_eq(children[c] % NODES, k % NODES);
+            }
+        }
+        for (int rule = 0; rule <= 2; rule++)
+            run_bcast_tree(SIZE, root, 100000, 8, rule, tree);
+        /* a list that does not start at the root, or misses a rank, is refused */
+        int bad[SIZE];
+        memcpy(bad, tree, sizeof(bad));
+        bad[0] = tree[1];
+        bad[1] = tree[0];
+        ck_assert_int_eq(MPIR_Tnbc_bcast_tree(root, SIZE, root, bad, &parent, children), -1);
+    }
+}
+END_TEST
 
 START_TEST(bcast_tree_delivers_every_segment)
 {
@@ -875,6 +922,7 @@ static Suite *sched_suite(void)
     tcase_add_test(b, bcast_tree_delivers_every_segment);
     tcase_add_test(b, bcast_more_segments_than_bytes);
     tcase_add_test(b, bcast_orders_deliver_and_reach_the_parents);
+    tcase_add_test(b, bcast_tree_follows_a_node_order);
     tcase_add_test(b, bcast_segments_follow_the_access_orders);
     tcase_add_test(b, bcast_reports_reject_what_is_not_an_order);
     tcase_add_test(b, bad_arguments);

@@ -12,9 +12,8 @@
  *   tnbc_bcast_order online    no profile: orders are learnt from the faults
  * Every mode checks each piece of every call (every 499th byte and the last). With a profile
  * (the process manager gives PMI_RANK before MPI_Init; without it the modes check data only),
- * each non-root process must have received in its order on every call and each parent must
- * have sent to a child in the child's order (the root included: it knows only what its
- * children reported). */
+ * each non-root process must have received in its order on every call and the root must have
+ * sent to a child in the child's order (it knows only what its children reported). */
 
 #include <mpi.h>
 #include <stdio.h>
@@ -129,7 +128,8 @@ int main(int argc, char **argv)
 
     unsigned long long own = tnbc_read_pvar(session, "tnbc_bcast_own_order");
     unsigned long long by_child = tnbc_read_pvar(session, "tnbc_bcast_child_order");
-    int has_child = (rank == 0 && size > 1) || (rank % 2 == 0 && rank + 1 < size);
+    int has_child = (rank == 0 && size > 1);   /* the root: which others have children
+                                                 * depends on the nodes (tnbc_bcast.c) */
     const char *on = getenv("MPIR_CVAR_TNBC_ENABLE");
     if (profile_modes_apply(mode) && on && atoi(on) == 1) {
         if (rank != 0 && own != CALLS) {

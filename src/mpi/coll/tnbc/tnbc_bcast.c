@@ -11,7 +11,11 @@
  * Segments by access order: the segments are the blocks of the call site's access order. A
  * process posts its receives in its own order (learnt from its faults or from a profile) and
  * tells its parent that order in every call; a parent sends to each child in the order that
- * child last reported, so the root, which never faults, learns from its children. */
+ * child last reported, so the root, which never faults, learns from its children.
+ *
+ * The tree is binomial over the ranks grouped by node (the root's node first), so that its
+ * lower levels stay inside a node whatever the placement: ranks spread round-robin over the
+ * nodes would otherwise cross nodes on every edge. */
 
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
@@ -65,16 +69,61 @@ static void learn_child_orders(MPIR_Tnbc_site_t * site, const MPIR_Tnbc_sched_t 
     MPL_free(pos);
 }
 
+typedef struct {
+    int node_key, from_root, rank;
+} MPII_tree_slot_t;
+
+static int cmp_tree_slots(const void *a, const void *b)
+{
+    const MPII_tree_slot_t *x = a, *y = b;
+    if (x->node_key != y->node_key)
+        return x->node_key < y->node_key ? -1 : 1;
+    return x->from_root - y->from_root;
+}
+
+/* The tree's order of ranks: the root's node first, then the other nodes by id, each node's
+ * ranks together, by rank from the root. The node ids are the same on every process. NULL
+ * (rank order) when a node id is unknown or memory is short. */
+static int *node_order(MPIR_Comm * comm, int root)
+{
+    int size = comm->local_size, root_node = MPII_Tnbc_node_of(comm, root);
+    MPII_tree_slot_t *slots = MPL_malloc(size * sizeof(*slots), MPL_MEM_COLL);
+    int *ranks = MPL_malloc(size * sizeof(int), MPL_MEM_COLL);
+
+    for (int v = 0; slots && ranks && v < size; v++) {
+        int r = (root + v) % size, node = MPII_Tnbc_node_of(comm, r);
+        if (node < 0 || root_node < 0) {
+            MPL_free(ranks);
+            ranks = NULL;
+            break;
+        }
+        slots[v].node_key = (node == root_node) ? -1 : node;
+        slots[v].from_root = v;
+        slots[v].rank = r;
+    }
+    if (slots && ranks) {
+        qsort(slots, size, sizeof(*slots), cmp_tree_slots);
+        for (int v = 0; v < size; v++)
+            ranks[v] = slots[v].rank;
+    } else {
+        MPL_free(ranks);
+        ranks = NULL;
+    }
+    MPL_free(slots);
+    return ranks;
+}
+
 /* The orders of this call: our receives', each child's, and the report for our parent (in the
  * send space of a process other than the root). */
 static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int nseg,
-                          MPIR_Tnbc_bcast_order_t * order, const int **child_pos,
-                          MPIR_Tnbc_site_t ** site_out)
+                          const int *tree_ranks, MPIR_Tnbc_bcast_order_t * order,
+                          const int **child_pos, MPIR_Tnbc_site_t ** site_out)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Comm *comm = args->comm;
     int parent, children[MPIR_TNBC_BCAST_MAX_CHILDREN];
-    int nchildren = MPIR_Tnbc_bcast_tree(comm->rank, comm->local_size, root, &parent, children);
+    int nchildren = MPIR_Tnbc_bcast_tree(comm->rank, comm->local_size, root, tree_ranks,
+                                         &parent, children);
     int npieces = MPIR_Tnbc_bcast_pieces(nbytes, nseg), by_child = 0;
     MPIR_Tnbc_site_t *site = MPII_Tnbc_access_site(MPIR_TNBC_COLL_BCAST, comm->local_size,
                                                    npieces, nbytes);
@@ -87,6 +136,7 @@ static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int
     args->on_done = learn_child_orders;
     order->recv_pos = MPII_Tnbc_access_order(site);
     order->child_pos = child_pos;
+    order->ranks = tree_ranks;
     for (int c = 0; c < nchildren; c++) {
         child_pos[c] = MPII_Tnbc_access_peer_order(site, children[c]);
         by_child |= (child_pos[c] != NULL);
@@ -102,7 +152,7 @@ static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int
         MPIR_ERR_CHKANDJUMP(!args->send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
         /* what we read, else what our first child reads (it passes knowledge up the tree) */
         MPIR_Tnbc_bcast_report_encode(order->recv_pos ? order->recv_pos :
-                                      nchildren ? child_pos[0] : NULL, npieces,
+                                      nchildren > 0 ? child_pos[0] : NULL, npieces,
                                       args->send_packed);
     }
 
@@ -119,6 +169,7 @@ int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int roo
     MPI_Aint typesize, actual;
     MPII_Tnbc_start_t args = {.coll = MPIR_TNBC_COLL_BCAST,.comm = comm_ptr };
     MPII_Tnbc_op_t *op = NULL;
+    int *tree_ranks = NULL;
 
     *tnbc_handled = 0;
     MPII_TNBC_SETTLE(buffer, count, datatype);
@@ -137,7 +188,8 @@ int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int roo
     MPIR_Tnbc_bcast_order_t order;
     const int *child_pos[MPIR_TNBC_BCAST_MAX_CHILDREN];
     MPIR_Tnbc_site_t *site;
-    mpi_errno = order_segments(&args, root, nbytes, nseg, &order, child_pos, &site);
+    tree_ranks = node_order(comm_ptr, root);
+    mpi_errno = order_segments(&args, root, nbytes, nseg, tree_ranks, &order, child_pos, &site);
     MPIR_ERR_CHECK(mpi_errno);
     int rc = MPIR_Tnbc_sched_bcast(&args.sched, rank, comm_ptr->local_size, root, nbytes, nseg,
                                    &order);
@@ -172,6 +224,7 @@ int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int roo
     }
 
   fn_exit:
+    MPL_free(tree_ranks);
     MPL_free(args.send_packed);
     MPIR_Tnbc_sched_free(&args.sched);
     return mpi_errno;

@@ -253,22 +253,34 @@ int MPIR_Tnbc_sched_neighbor(MPIR_Tnbc_sched_t * s, int nsend, const int *dests,
     return MPIR_Tnbc_sched_finish(s);
 }
 
-int MPIR_Tnbc_bcast_tree(int rank, int size, int root, int *parent, int *children)
+/* The rank at position v of the tree's order. */
+static int tree_rank(int v, int size, int root, const int *ranks)
+{
+    return ranks ? ranks[v] : (v + root) % size;
+}
+
+int MPIR_Tnbc_bcast_tree(int rank, int size, int root, const int *ranks, int *parent,
+                         int *children)
 {
     int vrank = (rank - root + size) % size, top, n = 0;
 
-    /* binomial tree over ranks relative to the root: the parent clears the lowest set bit */
+    if (ranks) {
+        for (vrank = 0; vrank < size && ranks[vrank] != rank; vrank++);
+        if (vrank == size || ranks[0] != root)
+            return -1;
+    }
+    /* binomial tree over positions: the parent clears the lowest set bit */
     *parent = -1;
     for (top = 1; top < size; top <<= 1) {
         if (vrank & top) {
-            *parent = (vrank - top + root) % size;
+            *parent = tree_rank(vrank - top, size, root, ranks);
             break;
         }
     }
     /* children: vrank + mask for every mask below our lowest set bit, largest subtree first */
     for (int mask = top >> 1; mask > 0; mask >>= 1)
         if (vrank + mask < size)
-            children[n++] = (vrank + mask + root) % size;
+            children[n++] = tree_rank(vrank + mask, size, root, ranks);
     return n;
 }
 
@@ -358,7 +370,10 @@ int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, s
     if (rc)
         return rc;
 
-    int nchildren = MPIR_Tnbc_bcast_tree(rank, size, root, &parent, children);
+    int nchildren = MPIR_Tnbc_bcast_tree(rank, size, root, order ? order->ranks : NULL, &parent,
+                                         children);
+    if (nchildren < 0)
+        return MPIR_TNBC_SCHED_ERR_ARG;
     size_t poff[MPII_TNBC_MAX_SEGS + 2], plen[MPII_TNBC_MAX_SEGS + 2];
     int npieces = MPII_Tnbc_sched_segments(nbytes, 1, nseg, poff, plen);
     int nedges = (nbytes > 2 * MPIR_TNBC_SCHED_EDGE) ? 2 : 0;

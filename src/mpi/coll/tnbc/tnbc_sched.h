@@ -162,14 +162,19 @@ int MPIR_Tnbc_sched_neighbor(MPIR_Tnbc_sched_t * s, int nsend, const int *dests,
 typedef struct {
     const int *recv_pos;
     const int *const *child_pos;
+    const int *ranks;           /* the tree's order of ranks, the root first (NULL: by rank
+                                 * from the root): a node's ranks together keep the tree's
+                                 * lower levels inside the node */
 } MPIR_Tnbc_bcast_order_t;
 
 int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, size_t nbytes,
                           int nseg, const MPIR_Tnbc_bcast_order_t * order);
-/* The tree: *parent (-1 at the root) and children[], largest subtree first; returns the
- * number of children. */
+/* The tree over ranks (as in MPIR_Tnbc_bcast_order_t, or NULL): *parent (-1 at the root) and
+ * children[], largest subtree first; returns the number of children, or -1 when ranks does
+ * not list rank after the root. */
 #define MPIR_TNBC_BCAST_MAX_CHILDREN 32
-int MPIR_Tnbc_bcast_tree(int rank, int size, int root, int *parent, int *children);
+int MPIR_Tnbc_bcast_tree(int rank, int size, int root, const int *ranks, int *parent,
+                         int *children);
 /* How many pieces (blocks) a Bcast of nbytes in nseg segments has. */
 int MPIR_Tnbc_bcast_pieces(size_t nbytes, int nseg);
 /* Bytes of one order report for npieces pieces (0: this Bcast sends none). A report is
