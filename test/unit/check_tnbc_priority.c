@@ -23,6 +23,14 @@ static MPIR_Tnbc_site_key_t key_of(uint64_t caller)
     return k;
 }
 
+/* A new table with one site of the usual shape. */
+static MPIR_Tnbc_site_t *new_site(MPIR_Tnbc_sites_t * t, uint64_t caller)
+{
+    MPIR_Tnbc_site_key_t k = key_of(caller);
+    MPIR_Tnbc_sites_init(t);
+    return MPIR_Tnbc_sites_get(t, &k, 1);
+}
+
 /* touch[] from a list of blocks in the order they were touched */
 static void touches(int *touch, const int *blocks, int m)
 {
@@ -65,9 +73,7 @@ END_TEST
 START_TEST(complete_observation_converges_and_readapts)
 {
     MPIR_Tnbc_sites_t t;
-    MPIR_Tnbc_sites_init(&t);
-    MPIR_Tnbc_site_key_t k = key_of(0x10);
-    MPIR_Tnbc_site_t *s = MPIR_Tnbc_sites_get(&t, &k, 1);
+    MPIR_Tnbc_site_t *s = new_site(&t, 0x10);
     int touch[NB];
     const int fixed[NB] = { 3, 1, 5, 0, 2, 4 };
     touches(touch, fixed, NB);
@@ -95,9 +101,7 @@ END_TEST
 START_TEST(partial_observation_reorders_only_the_faulted_blocks)
 {
     MPIR_Tnbc_sites_t t;
-    MPIR_Tnbc_sites_init(&t);
-    MPIR_Tnbc_site_key_t k = key_of(0x10);
-    MPIR_Tnbc_site_t *s = MPIR_Tnbc_sites_get(&t, &k, 1);
+    MPIR_Tnbc_site_t *s = new_site(&t, 0x10);
     int touch[NB];
     /* first call: everything faulted in the application's order 0..5 */
     const int in_order[NB] = { 0, 1, 2, 3, 4, 5 };
@@ -124,9 +128,7 @@ END_TEST
 START_TEST(faults_that_tell_nothing_ask_for_a_sample_until_one_confirms)
 {
     MPIR_Tnbc_sites_t t;
-    MPIR_Tnbc_sites_init(&t);
-    MPIR_Tnbc_site_key_t k = key_of(0x20);
-    MPIR_Tnbc_site_t *s = MPIR_Tnbc_sites_get(&t, &k, 1);
+    MPIR_Tnbc_site_t *s = new_site(&t, 0x20);
     int touch[NB];
     const int last[1] = { 5 }, backward[NB] = { 5, 4, 3, 2, 1, 0 };
 
@@ -178,9 +180,7 @@ END_TEST
 START_TEST(peers_orders_are_kept_per_peer_newest_first)
 {
     MPIR_Tnbc_sites_t t;
-    MPIR_Tnbc_sites_init(&t);
-    MPIR_Tnbc_site_key_t a = key_of(0x1000);
-    MPIR_Tnbc_site_t *s = MPIR_Tnbc_sites_get(&t, &a, 1);
+    MPIR_Tnbc_site_t *s = new_site(&t, 0x1000);
     int five[NB] = { 5, 4, 3, 2, 1, 0 }, three[NB] = { 1, 0, 3, 2, 5, 4 };
 
     ck_assert_ptr_null(MPIR_Tnbc_site_peer_order(s, 5));

@@ -89,19 +89,16 @@ static int *node_order(MPIR_Comm * comm, int root)
     int size = comm->local_size, root_node = MPII_Tnbc_node_of(comm, root);
     MPII_tree_slot_t *slots = MPL_malloc(size * sizeof(*slots), MPL_MEM_COLL);
     int *ranks = MPL_malloc(size * sizeof(int), MPL_MEM_COLL);
+    int known = (slots && ranks && root_node >= 0);
 
-    for (int v = 0; slots && ranks && v < size; v++) {
+    for (int v = 0; known && v < size; v++) {
         int r = (root + v) % size, node = MPII_Tnbc_node_of(comm, r);
-        if (node < 0 || root_node < 0) {
-            MPL_free(ranks);
-            ranks = NULL;
-            break;
-        }
         slots[v].node_key = (node == root_node) ? -1 : node;
         slots[v].from_root = v;
         slots[v].rank = r;
+        known = (node >= 0);
     }
-    if (slots && ranks) {
+    if (known) {
         qsort(slots, size, sizeof(*slots), cmp_tree_slots);
         for (int v = 0; v < size; v++)
             ranks[v] = slots[v].rank;
@@ -113,8 +110,25 @@ static int *node_order(MPIR_Comm * comm, int root)
     return ranks;
 }
 
-/* The orders of this call: our receives', each child's, and the report for our parent (in the
- * send space of a process other than the root). */
+/* The report for our parent, in the send space of a process other than the root. */
+static int report_to_parent(MPII_Tnbc_start_t * args, int npieces, const int *pos)
+{
+    int mpi_errno = MPI_SUCCESS;
+    size_t report = MPIR_Tnbc_bcast_report_bytes(npieces);
+
+    if (report) {
+        args->send_packed = MPL_malloc(report, MPL_MEM_COLL);
+        MPIR_ERR_CHKANDJUMP(!args->send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        MPIR_Tnbc_bcast_report_encode(pos, npieces, args->send_packed);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* The orders of this call: our receives', each child's, and the report for our parent. */
 static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int nseg,
                           const int *tree_ranks, MPIR_Tnbc_bcast_order_t * order,
                           const int **child_pos, MPIR_Tnbc_site_t ** site_out)
@@ -145,21 +159,11 @@ static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int
         MPII_Tnbc_stats_bcast(MPII_TNBC_BCAST_OWN_ORDER);
     if (by_child)
         MPII_Tnbc_stats_bcast(MPII_TNBC_BCAST_CHILD_ORDER);
-
-    size_t report = MPIR_Tnbc_bcast_report_bytes(npieces);
-    if (parent >= 0 && report) {
-        args->send_packed = MPL_malloc(report, MPL_MEM_COLL);
-        MPIR_ERR_CHKANDJUMP(!args->send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
-        /* what we read, else what our first child reads (it passes knowledge up the tree) */
-        MPIR_Tnbc_bcast_report_encode(order->recv_pos ? order->recv_pos :
-                                      nchildren > 0 ? child_pos[0] : NULL, npieces,
-                                      args->send_packed);
-    }
-
-  fn_exit:
+    /* what we read, else what our first child reads (it passes knowledge up the tree) */
+    if (parent >= 0)
+        mpi_errno = report_to_parent(args, npieces, order->recv_pos ? order->recv_pos :
+                                     nchildren > 0 ? child_pos[0] : NULL);
     return mpi_errno;
-  fn_fail:
-    goto fn_exit;
 }
 
 int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,

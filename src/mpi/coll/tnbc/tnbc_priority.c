@@ -99,22 +99,26 @@ int MPIR_Tnbc_site_take_sample(MPIR_Tnbc_site_t * s, unsigned long gap)
     return 1;
 }
 
-const int *MPIR_Tnbc_site_peer_order(const MPIR_Tnbc_site_t * s, int peer)
+/* The slot of peer's order, or -1. */
+static int peer_slot(const MPIR_Tnbc_site_t * s, int peer)
 {
     for (int p = 0; p < s->npeers; p++)
         if (s->peer_rank[p] == peer)
-            return s->peer_pos[p];
-    return NULL;
+            return p;
+    return -1;
+}
+
+const int *MPIR_Tnbc_site_peer_order(const MPIR_Tnbc_site_t * s, int peer)
+{
+    int p = peer_slot(s, peer);
+    return p >= 0 ? s->peer_pos[p] : NULL;
 }
 
 int MPIR_Tnbc_site_set_peer_order(MPIR_Tnbc_site_t * s, int peer, const int *pos)
 {
     size_t bytes = ((size_t) s->key.nblocks + 1) * sizeof(int);
-    int *kept = NULL;
-
-    for (int p = 0; p < s->npeers && !kept; p++)
-        if (s->peer_rank[p] == peer)
-            kept = s->peer_pos[p];
+    int p = peer_slot(s, peer);
+    int *kept = p >= 0 ? s->peer_pos[p] : NULL;
 
     if (!kept) {
         int *rank = realloc(s->peer_rank, (s->npeers + 1) * sizeof(int));

@@ -82,15 +82,26 @@ int MPII_Tnbc_sched_send_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len)
     return s->nsend_sub++;
 }
 
-int MPII_Tnbc_sched_segments(size_t nbytes, size_t elem, int nseg, size_t * poff, size_t * plen)
+/* Bytes of one edge piece of whole elements. */
+static size_t segment_edge(size_t elem)
 {
     size_t edge = MPIR_TNBC_SCHED_EDGE / elem * elem;
+    return edge ? edge : elem;
+}
+
+/* How many edge pieces MPII_Tnbc_sched_segments cuts: 2, or 0 for a small buffer. */
+static int segment_edges(size_t nbytes, size_t elem)
+{
+    return nbytes > 2 * segment_edge(elem) ? 2 : 0;
+}
+
+int MPII_Tnbc_sched_segments(size_t nbytes, size_t elem, int nseg, size_t * poff, size_t * plen)
+{
+    size_t edge = segment_edge(elem);
     int npieces = 0;
     size_t lo = 0, hi = nbytes;
 
-    if (edge == 0)
-        edge = elem;
-    if (nbytes > 2 * edge) {
+    if (segment_edges(nbytes, elem)) {
         poff[npieces] = 0;
         plen[npieces++] = edge;
         poff[npieces] = nbytes - edge;
@@ -376,7 +387,7 @@ int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, s
         return MPIR_TNBC_SCHED_ERR_ARG;
     size_t poff[MPII_TNBC_MAX_SEGS + 2], plen[MPII_TNBC_MAX_SEGS + 2];
     int npieces = MPII_Tnbc_sched_segments(nbytes, 1, nseg, poff, plen);
-    int nedges = (nbytes > 2 * MPIR_TNBC_SCHED_EDGE) ? 2 : 0;
+    int nedges = segment_edges(nbytes, 1);
 
     s->ntags = npieces + 2;
     for (int k = 0; k < npieces; k++) {
