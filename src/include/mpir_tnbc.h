@@ -7,13 +7,18 @@
  * bindings call, see maint/patches. A collective that returned early still owns pieces of its
  * buffers; before an MPI routine lets MPICH read or write user memory, the sub-messages that
  * overlap it are completed ("settled"), so MPICH never faults on a page guard while it holds
- * the global lock. With no early-returned collective in flight every hook is one load. */
+ * the global lock. With no early-returned collective in flight and no trace buffer held every
+ * hook is two loads. */
 
 #ifndef MPIR_TNBC_H_INCLUDED
 #define MPIR_TNBC_H_INCLUDED
 
 /* Collectives in flight in this process; changed and read under the global lock. */
 extern int MPIR_Tnbc_ops_in_flight;
+/* Trace and sample buffers kept guarded for their first touches (their data is there). */
+extern int MPIR_Tnbc_regions_held;
+/* Some user buffer still has T-NBC's guards: the one test of every settle hook. */
+#define MPIR_TNBC_OWNS_BUFFERS() (MPIR_Tnbc_ops_in_flight || MPIR_Tnbc_regions_held)
 
 /* Set by the binding of a blocking collective, consumed by MPIR_Tnbc_<Coll>: MPICH's own calls
  * of MPIR_<Coll> (communicator creation, ...) read their results at once and are declined. */
@@ -43,6 +48,8 @@ extern MPL_TLS uintptr_t MPIR_Tnbc_app_frames MPIR_TNBC_TLS_SIGNAL_SAFE;
 
 int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype);
 int MPIR_Tnbc_settle_range(const void *addr, size_t len);
+/* The same, for ROMIO (patch 0016): its MPI-IO routines are not generated bindings */
+int MPIR_Ext_tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype);
 /* Arrays with one element per process of the group (the remote group of an intercommunicator)
  * or of the local group only, or per in- or out-neighbour of the communicator's topology */
 enum {
@@ -57,12 +64,13 @@ int MPIR_Tnbc_settle_all(void);
 int MPIR_Tnbc_settle_comm(MPIR_Comm * comm_ptr);
 int MPIR_Tnbc_settle_requests(int count, MPIR_Request * const *requests);
 int MPIR_Tnbc_finalize_drain(void);
-/* Collective over COMM_WORLD, once it exists: the node's segment for node arbitration. */
-int MPIR_Tnbc_node_init(void);
+/* Collective over COMM_WORLD, once it exists: whether every process calls libmpi's libc
+ * wrappers (T-NBC is off for the job otherwise), and the node's segment for node arbitration. */
+int MPIR_Tnbc_world_init(void);
 
 #define MPIR_TNBC_SETTLE_BUF(buf_, count_, datatype_)                           \
     do {                                                                        \
-        if (unlikely(MPIR_Tnbc_ops_in_flight)) {                                \
+        if (unlikely(MPIR_TNBC_OWNS_BUFFERS())) {                               \
             mpi_errno = MPIR_Tnbc_settle_buf(buf_, count_, datatype_);          \
             MPIR_ERR_CHECK(mpi_errno);                                          \
         }                                                                       \
@@ -70,25 +78,25 @@ int MPIR_Tnbc_node_init(void);
 
 #define MPIR_TNBC_SETTLE_ALL()                                                  \
     do {                                                                        \
-        if (unlikely(MPIR_Tnbc_ops_in_flight)) {                                \
+        if (unlikely(MPIR_TNBC_OWNS_BUFFERS())) {                               \
             mpi_errno = MPIR_Tnbc_settle_all();                                 \
             MPIR_ERR_CHECK(mpi_errno);                                          \
         }                                                                       \
     } while (0)
 
+/* Always: operations the helper finished still hold the communicator until they are freed,
+ * and its delete callbacks must run inside MPI_Comm_free. */
 #define MPIR_TNBC_SETTLE_COMM(comm_ptr_)                                        \
     do {                                                                        \
-        if (unlikely(MPIR_Tnbc_ops_in_flight)) {                                \
-            mpi_errno = MPIR_Tnbc_settle_comm(comm_ptr_);                       \
-            MPIR_ERR_CHECK(mpi_errno);                                          \
-        }                                                                       \
+        mpi_errno = MPIR_Tnbc_settle_comm(comm_ptr_);                           \
+        MPIR_ERR_CHECK(mpi_errno);                                              \
     } while (0)
 
 /* Array (and fixed-size string) arguments, before the argument checks read them, and scalar
  * outputs (handles, flags, statuses) before MPICH stores them under its lock: n elements */
 #define MPIR_TNBC_SETTLE_ARRAY(array_, n_)                                      \
     do {                                                                        \
-        if (unlikely(MPIR_Tnbc_ops_in_flight) && (n_) > 0) {                    \
+        if (unlikely(MPIR_TNBC_OWNS_BUFFERS()) && (n_) > 0) {                   \
             mpi_errno = MPIR_Tnbc_settle_range(array_, (size_t) (n_) * sizeof(*(array_))); \
             MPIR_ERR_CHECK(mpi_errno);                                          \
         }                                                                       \
@@ -96,7 +104,7 @@ int MPIR_Tnbc_node_init(void);
 
 #define MPIR_TNBC_SETTLE_COMM_ARRAY(array_, comm_ptr_, which_)                  \
     do {                                                                        \
-        if (unlikely(MPIR_Tnbc_ops_in_flight)) {                                \
+        if (unlikely(MPIR_TNBC_OWNS_BUFFERS())) {                               \
             mpi_errno = MPIR_Tnbc_settle_comm_array(array_, sizeof(*(array_)), comm_ptr_, \
                                                     which_);                    \
             MPIR_ERR_CHECK(mpi_errno);                                          \
@@ -106,7 +114,7 @@ int MPIR_Tnbc_node_init(void);
 /* Persistent and partitioned requests about to start or send: their buffers */
 #define MPIR_TNBC_SETTLE_REQUESTS(count_, requests_)                            \
     do {                                                                        \
-        if (unlikely(MPIR_Tnbc_ops_in_flight)) {                                \
+        if (unlikely(MPIR_TNBC_OWNS_BUFFERS())) {                               \
             mpi_errno = MPIR_Tnbc_settle_requests(count_, requests_);           \
             MPIR_ERR_CHECK(mpi_errno);                                          \
         }                                                                       \
@@ -119,7 +127,7 @@ int MPIR_Tnbc_callback_begin(void);
 void MPIR_Tnbc_callback_end(int released);
 
 /* In the binding, inlined into MPI_<Coll>: the return address is the application's. */
-#define MPIR_TNBC_MARK_USER_COLL() \
+#define MPIR_TNBC_MARK_USER_COLL()                                              \
     (MPIR_Tnbc_user_coll = 1, MPIR_Tnbc_user_caller = __builtin_return_address(0))
 
 #endif /* MPIR_TNBC_H_INCLUDED */

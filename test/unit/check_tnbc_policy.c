@@ -128,6 +128,13 @@ START_TEST(decide_each_reason)
     f.internal = 1;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_INTERNAL);
     f = eligible_alltoall();
+    f.spans_worlds = 1;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_WORLDS);
+    f = eligible_alltoall();
+    p.job_off = 1;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_JOB_OFF);
+    p.job_off = 0;
+    f = eligible_alltoall();
     f.device_buffer = 1;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DEVICE_BUFFER);
     f = eligible_alltoall();
@@ -160,10 +167,13 @@ START_TEST(decide_order)
     MPIR_Tnbc_policy_t p = open_policy();
     MPIR_Tnbc_call_facts_t f = {
         .coll = MPIR_TNBC_COLL_BCAST, .ready = 0, .internal = 1, .is_intercomm = 1,
-        .device_buffer = 1, .op_type_unsupported = 1, .size_is_global = 1,
+        .spans_worlds = 1, .device_buffer = 1, .op_type_unsupported = 1, .size_is_global = 1,
         .largest_submsg_bytes = 0,
     };
+    p.job_off = 1;
     p.enabled_colls &= ~BIT(BCAST);
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_JOB_OFF);
+    p.job_off = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DISABLED);
     p.enabled_colls |= BIT(BCAST);
     p.supported_colls = BIT(ALLTOALL);
@@ -175,6 +185,8 @@ START_TEST(decide_order)
     f.internal = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_INTERCOMM);
     f.is_intercomm = 0;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_WORLDS);
+    f.spans_worlds = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DEVICE_BUFFER);
     f.device_buffer = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_OP_TYPE);

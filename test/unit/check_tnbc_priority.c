@@ -266,6 +266,60 @@ START_TEST(malformed_profiles_name_their_line)
 }
 END_TEST
 
+START_TEST(site_table_is_bounded_and_finds_every_site)
+{
+    MPIR_Tnbc_sites_t t;
+    MPIR_Tnbc_sites_init(&t);
+    /* a particle code: every step a new total size */
+    for (int i = 0; i < MPIR_TNBC_SITES_MAX; i++) {
+        MPIR_Tnbc_site_key_t k = key_of(0x1000);
+        k.recv_bytes = 4096 + (uint64_t) i * 8;
+        ck_assert_ptr_nonnull(MPIR_Tnbc_sites_get(&t, &k, 1));
+    }
+    MPIR_Tnbc_site_key_t more = key_of(0x1000);
+    more.recv_bytes = 1;
+    ck_assert_ptr_null(MPIR_Tnbc_sites_get(&t, &more, 1));
+    ck_assert_int_eq(t.n, MPIR_TNBC_SITES_MAX);
+    for (int i = 0; i < MPIR_TNBC_SITES_MAX; i += 97) {
+        MPIR_Tnbc_site_key_t k = key_of(0x1000);
+        k.recv_bytes = 4096 + (uint64_t) i * 8;
+        MPIR_Tnbc_site_t *s = MPIR_Tnbc_sites_get(&t, &k, 0);
+        ck_assert_ptr_nonnull(s);
+        ck_assert(s->key.recv_bytes == k.recv_bytes);
+    }
+    MPIR_Tnbc_site_key_t huge = key_of(0x2000);
+    huge.nblocks = MPIR_TNBC_SITE_BLOCKS_MAX + 1;
+    MPIR_Tnbc_sites_free(&t);
+    ck_assert_ptr_null(MPIR_Tnbc_sites_get(&t, &huge, 1));
+    /* and in all: four of the largest fill the table */
+    huge.nblocks = MPIR_TNBC_SITE_BLOCKS_MAX;
+    for (int i = 0; i < 5; i++) {
+        huge.caller = 0x3000 + i;
+        MPIR_Tnbc_site_t *s = MPIR_Tnbc_sites_get(&t, &huge, 1);
+        ck_assert(i < 4 ? s != NULL : s == NULL);
+    }
+    MPIR_Tnbc_sites_free(&t);
+}
+END_TEST
+
+START_TEST(profiles_beyond_the_bounds_are_refused_at_their_line)
+{
+    MPIR_Tnbc_sites_t t;
+    int bad = -1;
+    MPIR_Tnbc_sites_init(&t);
+    /* a second site would take 8 GB of orders */
+    ck_assert_int_eq(MPIR_Tnbc_profile_parse("site alltoall 2 64 2 0x1\norder 1 0\n"
+                                             "site bcast 4 64 2000000000 *\norder 0\n", &t,
+                                             &bad), MPIR_TNBC_PRIORITY_ERR_LIMIT);
+    ck_assert_int_eq(bad, 3);
+    MPIR_Tnbc_sites_free(&t);
+    ck_assert_int_eq(MPIR_Tnbc_profile_parse("site bcast 4 64 2000000 *\norder 0\n", &t,
+                                             &bad), MPIR_TNBC_PRIORITY_ERR_LIMIT);
+    ck_assert_int_eq(bad, 1);
+    MPIR_Tnbc_sites_free(&t);
+}
+END_TEST
+
 static Suite *priority_suite(void)
 {
     Suite *s = suite_create("tnbc_priority");
@@ -277,6 +331,8 @@ static Suite *priority_suite(void)
     tcase_add_test(tc, peers_orders_are_kept_per_peer_newest_first);
     tcase_add_test(tc, profile_round_trip);
     tcase_add_test(tc, malformed_profiles_name_their_line);
+    tcase_add_test(tc, site_table_is_bounded_and_finds_every_site);
+    tcase_add_test(tc, profiles_beyond_the_bounds_are_refused_at_their_line);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -189,6 +189,11 @@ size_t MPIR_Pageguard_forget_recv(const void *addr, size_t len);
  * (pageguard_alloc.c); 0 when another definition comes first. */
 int MPIR_Pageguard_alloc_interposed(void);
 
+/* 1 when the process calls this module's signal and I/O wrappers (libmpi came before libc in
+ * the load order); 0 when another definition comes first, naming it in *bypassed. Without
+ * them pages must not be guarded (pageguard_libc.c). */
+int MPIR_Pageguard_interposed(const char **bypassed);
+
 /* Memory other processes may read or write directly, which page protections cannot stop
  * (RDMA into registered pages) or must not delay (active-message RMA under MPICH's lock): the
  * memory of RMA windows. Regions overlapping it are refused with MPIR_PAGEGUARD_ERR_EXPOSED.

@@ -14,7 +14,7 @@
  * Defined here, they come before libc's in the process's symbol order (the application links
  * libmpi before libc); MPIR_Pageguard_alloc_interposed says whether they do. With no region
  * registered each costs one atomic load. The functions called are the next definitions after
- * ours: libc's, or a replacement allocator linked after libmpi. */
+ * ours (pageguard_libc.c): libc's, or a replacement allocator placed before or after libmpi. */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -25,7 +25,7 @@
 #include <errno.h>
 #include <stdint.h>
 
-/* The next definitions (libc's, or a replacement allocator linked after libmpi), looked up
+/* The next definitions (libc's, or a replacement allocator; pageguard_libc.c), looked up
  * before the program's threads start, or at first use by a constructor that runs before ours.
  * malloc_usable_size is used only when it comes from the same object as free. A pointer freed
  * while dlsym itself runs (it may allocate) cannot be handed to anyone safely: it is kept. */
@@ -42,11 +42,11 @@ static void resolve(void)
 {
     Dl_info free_obj, size_obj;
     resolving = 1;
-    libc_alloc.free = (void (*)(void *)) dlsym(RTLD_NEXT, "free");
-    libc_alloc.realloc = (void *(*)(void *, size_t)) dlsym(RTLD_NEXT, "realloc");
-    libc_alloc.reallocarray = (void *(*)(void *, size_t, size_t)) dlsym(RTLD_NEXT,
-                                                                          "reallocarray");
-    void *usable = dlsym(RTLD_NEXT, "malloc_usable_size");
+    libc_alloc.free = (void (*)(void *)) MPII_Pageguard_next_definition("free");
+    libc_alloc.realloc = (void *(*)(void *, size_t)) MPII_Pageguard_next_definition("realloc");
+    libc_alloc.reallocarray = (void *(*)(void *, size_t, size_t))
+        MPII_Pageguard_next_definition("reallocarray");
+    void *usable = MPII_Pageguard_next_definition("malloc_usable_size");
     if (usable && libc_alloc.free && dladdr(usable, &size_obj) &&
         dladdr((void *) libc_alloc.free, &free_obj) && size_obj.dli_fbase == free_obj.dli_fbase)
         libc_alloc.usable_size = (size_t(*)(void *)) usable;
@@ -101,7 +101,7 @@ static void settle_moved(void *ptr)
  * compare addresses without going through libmpi's own symbol lookup. */
 static void pageguard_free(void *ptr)
 {
-    if (!ready())
+    if (!ready() || !libc_alloc.free)
         return;
     if (ptr && MPII_Pageguard_any_region())
         settle_freed(ptr);
@@ -110,7 +110,7 @@ static void pageguard_free(void *ptr)
 
 static void *pageguard_realloc(void *ptr, size_t size)
 {
-    if (!ready()) {
+    if (!ready() || !libc_alloc.realloc) {
         errno = ENOMEM;
         return NULL;
     }
@@ -121,7 +121,7 @@ static void *pageguard_realloc(void *ptr, size_t size)
 
 static void *pageguard_reallocarray(void *ptr, size_t nmemb, size_t size)
 {
-    if (!ready()) {
+    if (!ready() || !libc_alloc.realloc) {
         errno = ENOMEM;
         return NULL;
     }

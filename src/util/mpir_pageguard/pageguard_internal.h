@@ -157,6 +157,9 @@ int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintp
 int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p);
 int MPII_Pageguard_install_handler(void);
 int MPII_Pageguard_landing_fd(void);
+/* The definition of libc function name that our interposed one forwards to, whatever the load
+ * order; NULL only if libc has none (pageguard_libc.c). Not async-signal-safe. */
+void *MPII_Pageguard_next_definition(const char *name);
 /* libc's pwrite, past our own wrapper: the landing writes from staging, never guarded
  * (pageguard_syscalls.c). */
 ssize_t MPII_Pageguard_libc_pwrite(int fd, const void *buf, size_t count, off_t off);

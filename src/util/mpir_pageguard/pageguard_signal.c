@@ -19,32 +19,41 @@
 #endif
 #include "pageguard_internal.h"
 
-#include <dlfcn.h>
+#include <errno.h>
 #include <string.h>
 
-/* libc's (or the next library's) functions, looked up before the program's threads start, or
- * at first use by a constructor that runs before ours */
+/* libc's (or the next library's) functions (pageguard_libc.c), looked up before the program's
+ * threads start, or at first use by a constructor that runs before ours */
 static struct {
     int (*sigaction) (int, const struct sigaction *, struct sigaction *);
     int (*sigprocmask) (int, const sigset_t *, sigset_t *);
     int (*pthread_sigmask) (int, const sigset_t *, sigset_t *);
+    int resolved;               /* looked up (a function libc lacks stays NULL) */
 } libc_signal;
 
 __attribute__ ((constructor))
 static void resolve_libc_signal(void)
 {
     libc_signal.sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
-        dlsym(RTLD_NEXT, "sigaction");
+        MPII_Pageguard_next_definition("sigaction");
     libc_signal.sigprocmask = (int (*)(int, const sigset_t *, sigset_t *))
-        dlsym(RTLD_NEXT, "sigprocmask");
+        MPII_Pageguard_next_definition("sigprocmask");
     libc_signal.pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))
-        dlsym(RTLD_NEXT, "pthread_sigmask");
+        MPII_Pageguard_next_definition("pthread_sigmask");
+    libc_signal.resolved = 1;
 }
+
+/* The next definition of fn, or NULL where libc has none (the caller then fails with
+ * ENOSYS: NULL is never called). */
+#define MPII_SIGNAL_NEXT(fn_) \
+    ((libc_signal.resolved ? (void) 0 : resolve_libc_signal()), libc_signal.fn_)
 
 int MPII_Pageguard_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    if (!libc_signal.sigaction)
-        resolve_libc_signal();
+    if (!MPII_SIGNAL_NEXT(sigaction)) {
+        errno = ENOSYS;
+        return -1;
+    }
     return libc_signal.sigaction(sig, act, old);
 }
 
@@ -104,8 +113,10 @@ MPII_PAGEGUARD_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *ol
 {
     sigset_t copy;
     set = without_segv(how, set, &copy);
-    if (!libc_signal.sigprocmask)
-        resolve_libc_signal();
+    if (!MPII_SIGNAL_NEXT(sigprocmask)) {
+        errno = ENOSYS;
+        return -1;
+    }
     return libc_signal.sigprocmask(how, set, old);
 }
 
@@ -113,7 +124,7 @@ MPII_PAGEGUARD_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t
 {
     sigset_t copy;
     set = without_segv(how, set, &copy);
-    if (!libc_signal.pthread_sigmask)
-        resolve_libc_signal();
+    if (!MPII_SIGNAL_NEXT(pthread_sigmask))
+        return ENOSYS;  /* pthread functions return the error */
     return libc_signal.pthread_sigmask(how, set, old);
 }

@@ -19,7 +19,7 @@
 #endif
 #include "pageguard_internal.h"
 
-#include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -27,8 +27,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* The next definitions (libc's), looked up before the program's threads start (dlsym is not
- * async-signal-safe, and read and write are), or at first use by an earlier constructor. */
+/* The next definitions (libc's, pageguard_libc.c), looked up before the program's threads start
+ * (dlsym is not async-signal-safe, and read and write are), or at first use by an earlier
+ * constructor. */
 enum {
     NEXT_READ,
     NEXT_WRITE,
@@ -83,21 +84,36 @@ static const char *const next_name[NEXT_COUNT] = {
 };
 
 static void *libc_io[NEXT_COUNT];
+static int libc_io_resolved;    /* a function libc lacks stays NULL, looked up once */
 
 __attribute__ ((constructor))
 static void resolve_libc_io(void)
 {
     for (int i = 0; i < NEXT_COUNT; i++)
-        libc_io[i] = dlsym(RTLD_NEXT, next_name[i]);
+        libc_io[i] = MPII_Pageguard_next_definition(next_name[i]);
+    libc_io_resolved = 1;
 }
 
 /* Libraries loaded before libmpi may call these from their own constructors, before ours. */
 static inline void *next_of(int i)
 {
-    if (!libc_io[i])
-        libc_io[i] = dlsym(RTLD_NEXT, next_name[i]);
+    if (!libc_io_resolved)
+        resolve_libc_io();
     return libc_io[i];
 }
+
+/* Return what the next definition of function i returns, or fail with ENOSYS where libc has
+ * none (a return statement: the wrapper ends here). */
+#define MPII_CALL_NEXT_OR(i_, type_, failed_, ...)                              \
+    do {                                                                        \
+        void *next_ = next_of(i_);                                              \
+        if (!next_) {                                                           \
+            errno = ENOSYS;                                                     \
+            return failed_;                                                     \
+        }                                                                       \
+        return ((type_) next_)(__VA_ARGS__);                                    \
+    } while (0)
+#define MPII_CALL_NEXT(i_, type_, ...) MPII_CALL_NEXT_OR(i_, type_, -1, __VA_ARGS__)
 
 /* The kernel will write (into=1) or read (into=0) [buf, buf + len). */
 static inline void settle(const void *buf, size_t len, int into)
@@ -136,31 +152,31 @@ typedef size_t(*stdio_fn) (void *, size_t, size_t, FILE *);
 
 ssize_t MPII_Pageguard_libc_pwrite(int fd, const void *buf, size_t count, off_t off)
 {
-    return ((prw_fn) next_of(NEXT_PWRITE64))(fd, (void *) buf, count, off);
+    MPII_CALL_NEXT(NEXT_PWRITE64, prw_fn, fd, (void *) buf, count, off);
 }
 
 MPII_PAGEGUARD_EXPORT ssize_t read(int fd, void *buf, size_t count)
 {
     settle(buf, count, 1);
-    return ((rw_fn) next_of(NEXT_READ))(fd, buf, count);
+    MPII_CALL_NEXT(NEXT_READ, rw_fn, fd, buf, count);
 }
 
 MPII_PAGEGUARD_EXPORT ssize_t write(int fd, const void *buf, size_t count)
 {
     settle(buf, count, 0);
-    return ((rw_fn) next_of(NEXT_WRITE))(fd, (void *) buf, count);
+    MPII_CALL_NEXT(NEXT_WRITE, rw_fn, fd, (void *) buf, count);
 }
 
 MPII_PAGEGUARD_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
     settle_iov(iov, iovcnt, 1);
-    return ((rwv_fn) next_of(NEXT_READV))(fd, iov, iovcnt);
+    MPII_CALL_NEXT(NEXT_READV, rwv_fn, fd, iov, iovcnt);
 }
 
 MPII_PAGEGUARD_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
     settle_iov(iov, iovcnt, 0);
-    return ((rwv_fn) next_of(NEXT_WRITEV))(fd, iov, iovcnt);
+    MPII_CALL_NEXT(NEXT_WRITEV, rwv_fn, fd, iov, iovcnt);
 }
 
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -178,7 +194,7 @@ ssize_t MPII_Pageguard_pwritev64(int, const struct iovec *, int, off_t) __asm__(
 MPII_PAGEGUARD_EXPORT ssize_t MPII_Pageguard_pread(int fd, void *buf, size_t count, off_t off)
 {
     settle(buf, count, 1);
-    return ((prw_fn) next_of(NEXT_PREAD64))(fd, buf, count, off);
+    MPII_CALL_NEXT(NEXT_PREAD64, prw_fn, fd, buf, count, off);
 }
 
 MPII_PAGEGUARD_EXPORT ssize_t MPII_Pageguard_pread64(int fd, void *buf, size_t count, off_t off)
@@ -190,7 +206,7 @@ MPII_PAGEGUARD_EXPORT
 ssize_t MPII_Pageguard_pwrite(int fd, const void *buf, size_t count, off_t off)
 {
     settle(buf, count, 0);
-    return ((prw_fn) next_of(NEXT_PWRITE64))(fd, (void *) buf, count, off);
+    MPII_CALL_NEXT(NEXT_PWRITE64, prw_fn, fd, (void *) buf, count, off);
 }
 
 MPII_PAGEGUARD_EXPORT
@@ -203,7 +219,7 @@ MPII_PAGEGUARD_EXPORT
 ssize_t MPII_Pageguard_preadv(int fd, const struct iovec *iov, int iovcnt, off_t off)
 {
     settle_iov(iov, iovcnt, 1);
-    return ((prwv_fn) next_of(NEXT_PREADV64))(fd, iov, iovcnt, off);
+    MPII_CALL_NEXT(NEXT_PREADV64, prwv_fn, fd, iov, iovcnt, off);
 }
 
 MPII_PAGEGUARD_EXPORT
@@ -216,7 +232,7 @@ MPII_PAGEGUARD_EXPORT
 ssize_t MPII_Pageguard_pwritev(int fd, const struct iovec *iov, int iovcnt, off_t off)
 {
     settle_iov(iov, iovcnt, 0);
-    return ((prwv_fn) next_of(NEXT_PWRITEV64))(fd, iov, iovcnt, off);
+    MPII_CALL_NEXT(NEXT_PWRITEV64, prwv_fn, fd, iov, iovcnt, off);
 }
 
 MPII_PAGEGUARD_EXPORT
@@ -229,20 +245,21 @@ ssize_t MPII_Pageguard_pwritev64(int fd, const struct iovec *iov, int iovcnt, of
 MPII_PAGEGUARD_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
     settle(buf, len, 1);
-    return ((sr_fn) next_of(NEXT_RECV))(fd, buf, len, flags);
+    MPII_CALL_NEXT(NEXT_RECV, sr_fn, fd, buf, len, flags);
 }
 
 MPII_PAGEGUARD_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
     settle(buf, len, 0);
-    return ((sr_fn) next_of(NEXT_SEND))(fd, (void *) buf, len, flags);
+    MPII_CALL_NEXT(NEXT_SEND, sr_fn, fd, (void *) buf, len, flags);
 }
 
 MPII_PAGEGUARD_EXPORT
 ssize_t recvfrom(int fd, void *buf, size_t len, int flags, __SOCKADDR_ARG src, socklen_t * alen)
 {
     settle(buf, len, 1);
-    return ((srto_fn) next_of(NEXT_RECVFROM))(fd, buf, len, flags, (void *) src.__sockaddr__, alen);
+    MPII_CALL_NEXT(NEXT_RECVFROM, srto_fn, fd, buf, len, flags, (void *) src.__sockaddr__,
+                   alen);
 }
 
 MPII_PAGEGUARD_EXPORT
@@ -251,40 +268,40 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, __CONST_SOCKADDR_
 {
     typedef ssize_t(*sendto_fn) (int, const void *, size_t, int, const void *, socklen_t);
     settle(buf, len, 0);
-    return ((sendto_fn) next_of(NEXT_SENDTO))(fd, buf, len, flags,
-                                              (const void *) dst.__sockaddr__, alen);
+    MPII_CALL_NEXT(NEXT_SENDTO, sendto_fn, fd, buf, len, flags,
+                   (const void *) dst.__sockaddr__, alen);
 }
 
 MPII_PAGEGUARD_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
     settle_msg(msg, 1);
-    return ((msg_fn) next_of(NEXT_RECVMSG))(fd, msg, flags);
+    MPII_CALL_NEXT(NEXT_RECVMSG, msg_fn, fd, msg, flags);
 }
 
 MPII_PAGEGUARD_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     settle_msg(msg, 0);
-    return ((msg_fn) next_of(NEXT_SENDMSG))(fd, (void *) msg, flags);
+    MPII_CALL_NEXT(NEXT_SENDMSG, msg_fn, fd, (void *) msg, flags);
 }
 
 MPII_PAGEGUARD_EXPORT ssize_t getrandom(void *buf, size_t len, unsigned int flags)
 {
     typedef ssize_t(*getrandom_fn) (void *, size_t, unsigned int);
     settle(buf, len, 1);
-    return ((getrandom_fn) next_of(NEXT_GETRANDOM))(buf, len, flags);
+    MPII_CALL_NEXT(NEXT_GETRANDOM, getrandom_fn, buf, len, flags);
 }
 
 /* stdio reads and writes large blocks straight between the kernel and the user buffer */
 MPII_PAGEGUARD_EXPORT size_t fread(void *ptr, size_t size, size_t nmemb, FILE * stream)
 {
     settle(ptr, size * nmemb, 1);
-    return ((stdio_fn) next_of(NEXT_FREAD))(ptr, size, nmemb, stream);
+    MPII_CALL_NEXT_OR(NEXT_FREAD, stdio_fn, 0, ptr, size, nmemb, stream);
 }
 
 MPII_PAGEGUARD_EXPORT size_t fwrite(const void *ptr, size_t size, size_t nmemb, FILE * stream)
 {
     settle(ptr, size * nmemb, 0);
-    return ((stdio_fn) next_of(NEXT_FWRITE))((void *) ptr, size, nmemb, stream);
+    MPII_CALL_NEXT_OR(NEXT_FWRITE, stdio_fn, 0, (void *) ptr, size, nmemb, stream);
 }
 
 /* _FORTIFY_SOURCE builds call these instead (buflen: the object's size, checked by libc) */
@@ -292,7 +309,7 @@ MPII_PAGEGUARD_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t
 {
     typedef ssize_t(*fn) (int, void *, size_t, size_t);
     settle(buf, count < buflen ? count : buflen, 1);
-    return ((fn) next_of(NEXT_READ_CHK))(fd, buf, count, buflen);
+    MPII_CALL_NEXT(NEXT_READ_CHK, fn, fd, buf, count, buflen);
 }
 
 MPII_PAGEGUARD_EXPORT
@@ -300,7 +317,7 @@ ssize_t __pread_chk(int fd, void *buf, size_t count, off_t off, size_t buflen)
 {
     typedef ssize_t(*fn) (int, void *, size_t, off_t, size_t);
     settle(buf, count < buflen ? count : buflen, 1);
-    return ((fn) next_of(NEXT_PREAD_CHK))(fd, buf, count, off, buflen);
+    MPII_CALL_NEXT(NEXT_PREAD_CHK, fn, fd, buf, count, off, buflen);
 }
 
 MPII_PAGEGUARD_EXPORT
@@ -308,7 +325,7 @@ ssize_t __pread64_chk(int fd, void *buf, size_t count, off_t off, size_t buflen)
 {
     typedef ssize_t(*fn) (int, void *, size_t, off_t, size_t);
     settle(buf, count < buflen ? count : buflen, 1);
-    return ((fn) next_of(NEXT_PREAD64_CHK))(fd, buf, count, off, buflen);
+    MPII_CALL_NEXT(NEXT_PREAD64_CHK, fn, fd, buf, count, off, buflen);
 }
 
 MPII_PAGEGUARD_EXPORT
@@ -316,7 +333,7 @@ ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
 {
     typedef ssize_t(*fn) (int, void *, size_t, size_t, int);
     settle(buf, len < buflen ? len : buflen, 1);
-    return ((fn) next_of(NEXT_RECV_CHK))(fd, buf, len, buflen, flags);
+    MPII_CALL_NEXT(NEXT_RECV_CHK, fn, fd, buf, len, buflen, flags);
 }
 
 MPII_PAGEGUARD_EXPORT
@@ -325,7 +342,7 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags, 
 {
     typedef ssize_t(*fn) (int, void *, size_t, size_t, int, void *, socklen_t *);
     settle(buf, len < buflen ? len : buflen, 1);
-    return ((fn) next_of(NEXT_RECVFROM_CHK))(fd, buf, len, buflen, flags, src, alen);
+    MPII_CALL_NEXT(NEXT_RECVFROM_CHK, fn, fd, buf, len, buflen, flags, src, alen);
 }
 
 MPII_PAGEGUARD_EXPORT
@@ -333,5 +350,5 @@ size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t nmemb, FILE * s
 {
     typedef size_t(*fn) (void *, size_t, size_t, size_t, FILE *);
     settle(ptr, size * nmemb < ptrlen ? size * nmemb : ptrlen, 1);
-    return ((fn) next_of(NEXT_FREAD_CHK))(ptr, ptrlen, size, nmemb, stream);
+    MPII_CALL_NEXT_OR(NEXT_FREAD_CHK, fn, 0, ptr, ptrlen, size, nmemb, stream);
 }

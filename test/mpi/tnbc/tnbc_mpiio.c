@@ -5,9 +5,12 @@
 
 /* MPI-IO (ROMIO) on a receive block whose collective is still in flight (the last rank enters
  * the Alltoall late): each process writes the block it got from the late rank right after the
- * call returned (a transpose, then a write; independent and collective), and reads file data
- * into such a block (the file's data must win over the late data). ROMIO reads and writes
- * user memory with its own lock and system calls, not MPICH's bindings. */
+ * call returned (a transpose, then a write), and reads file data into such a block (the file's
+ * data must win over the late data), with every form of MPI-IO routine: independent,
+ * collective, nonblocking (glibc's aio threads move the data), split collective and ordered.
+ * ROMIO reads and writes user memory with its own lock and system calls, not MPICH's
+ * bindings. With argument "held" the job runs with MPIR_CVAR_TNBC_TRACE: every collective
+ * completes in its call but its buffer stays guarded until first touched. */
 
 #include <mpi.h>
 #include "mpitest.h"
@@ -25,12 +28,15 @@
 static int rank, size, late, errs;
 static MPI_T_pvar_session pvars;
 
+static int held;                /* trace run: the calls wait, their buffers stay guarded */
+
 static int *alltoall_late(int *sbuf, int *rbuf, const char *what)
 {
     unsigned long long early = tnbc_read_pvar(pvars, "tnbc_returned_early");
     tnbc_fill(sbuf, COUNT, rank, size);
     tnbc_alltoall_late(sbuf, rbuf, COUNT, rank, size);
-    errs += tnbc_missed_early(pvars, early, rank, what);
+    if (!held)
+        errs += tnbc_missed_early(pvars, early, rank, what);
     return &rbuf[late * COUNT];
 }
 
@@ -52,14 +58,74 @@ static void check(const char *what, const int *v, int want_file)
     }
 }
 
-static void write_block(MPI_File fh, int *sbuf, int *rbuf, int collective, const char *what)
+static void check_count(const char *what, MPI_Status * status)
+{
+    int n;
+    MPI_Get_count(status, MPI_INT, &n);
+    if (n != COUNT) {
+        errs++;
+        printf("rank %d %s: moved %d ints, want %d\n", rank, what, n, COUNT);
+    }
+}
+
+enum { BLOCKING, COLLECTIVE, NONBLOCKING, NONBLOCKING_COLL, SPLIT, ORDERED, FORMS };
+static const char *const form_name[FORMS] = {
+    "MPI_File_%s_at", "MPI_File_%s_at_all", "MPI_File_i%s_at", "MPI_File_i%s_at_all",
+    "MPI_File_%s_at_all_begin/end", "MPI_File_%s_ordered"
+};
+
+/* Every form moves COUNT ints at rank's slot (ordered: ranks in order from offset 0). */
+static void io(MPI_File fh, int *block, int form, int write, const char *what)
 {
     MPI_Offset at = (MPI_Offset) rank * COUNT * sizeof(int);
-    int *block = alltoall_late(sbuf, rbuf, what), *v = malloc(COUNT * sizeof(int));
-    if (collective)
-        MPI_File_write_at_all(fh, at, block, COUNT, MPI_INT, MPI_STATUS_IGNORE);
-    else
-        MPI_File_write_at(fh, at, block, COUNT, MPI_INT, MPI_STATUS_IGNORE);
+    MPI_Status status;
+    MPI_Request req;
+    switch (form) {
+        case BLOCKING:
+            (write ? MPI_File_write_at(fh, at, block, COUNT, MPI_INT, &status) :
+             MPI_File_read_at(fh, at, block, COUNT, MPI_INT, &status));
+            break;
+        case COLLECTIVE:
+            (write ? MPI_File_write_at_all(fh, at, block, COUNT, MPI_INT, &status) :
+             MPI_File_read_at_all(fh, at, block, COUNT, MPI_INT, &status));
+            break;
+        case NONBLOCKING:
+        case NONBLOCKING_COLL:
+            if (form == NONBLOCKING)
+                (write ? MPI_File_iwrite_at(fh, at, block, COUNT, MPI_INT, &req) :
+                 MPI_File_iread_at(fh, at, block, COUNT, MPI_INT, &req));
+            else
+                (write ? MPI_File_iwrite_at_all(fh, at, block, COUNT, MPI_INT, &req) :
+                 MPI_File_iread_at_all(fh, at, block, COUNT, MPI_INT, &req));
+            MPI_Wait(&req, &status);
+            break;
+        case SPLIT:
+            if (write) {
+                MPI_File_write_at_all_begin(fh, at, block, COUNT, MPI_INT);
+                MPI_File_write_at_all_end(fh, block, &status);
+            } else {
+                MPI_File_read_at_all_begin(fh, at, block, COUNT, MPI_INT);
+                MPI_File_read_at_all_end(fh, block, &status);
+            }
+            break;
+        case ORDERED:
+            MPI_File_seek_shared(fh, 0, MPI_SEEK_SET);
+            (write ? MPI_File_write_ordered(fh, block, COUNT, MPI_INT, &status) :
+             MPI_File_read_ordered(fh, block, COUNT, MPI_INT, &status));
+            break;
+    }
+    check_count(what, &status);
+}
+
+static void write_block(MPI_File fh, int *sbuf, int *rbuf, int form)
+{
+    char what[128];
+    MPI_Offset at = (MPI_Offset) rank * COUNT * sizeof(int);
+    int *v = malloc(COUNT * sizeof(int));
+    snprintf(what, sizeof(what), form_name[form], "write");
+    strcat(what, " of a pending block");
+    int *block = alltoall_late(sbuf, rbuf, what);
+    io(fh, block, form, 1, what);
     MPI_File_sync(fh);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_File_sync(fh);
@@ -69,10 +135,13 @@ static void write_block(MPI_File fh, int *sbuf, int *rbuf, int collective, const
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
-static void read_block(MPI_File fh, int *sbuf, int *rbuf, int collective, const char *what)
+static void read_block(MPI_File fh, int *sbuf, int *rbuf, int form)
 {
+    char what[128];
     MPI_Offset at = (MPI_Offset) rank * COUNT * sizeof(int);
     int *v = malloc(COUNT * sizeof(int));
+    snprintf(what, sizeof(what), form_name[form], "read");
+    strcat(what, " into a pending block");
     for (int i = 0; i < COUNT; i++)
         v[i] = file_value(rank, i);
     MPI_File_write_at(fh, at, v, COUNT, MPI_INT, MPI_STATUS_IGNORE);
@@ -80,10 +149,7 @@ static void read_block(MPI_File fh, int *sbuf, int *rbuf, int collective, const 
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_File_sync(fh);
     int *block = alltoall_late(sbuf, rbuf, what);
-    if (collective)
-        MPI_File_read_at_all(fh, at, block, COUNT, MPI_INT, MPI_STATUS_IGNORE);
-    else
-        MPI_File_read_at(fh, at, block, COUNT, MPI_INT, MPI_STATUS_IGNORE);
+    io(fh, block, form, 0, what);
     check(what, block, 1);
     free(v);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -100,6 +166,7 @@ int main(int argc, char **argv)
     MPI_T_init_thread(MPI_THREAD_SINGLE, &(int) { 0 });
     MPI_T_pvar_session_create(&pvars);
     late = size - 1;
+    held = argc > 1 && strcmp(argv[1], "held") == 0;
     size_t len = (size_t) size * COUNT * sizeof(int);
     int *sbuf = malloc(len), *rbuf = tnbc_page_aligned(len);
     if (rank == 0)
@@ -112,10 +179,10 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
 
-    write_block(fh, sbuf, rbuf, 0, "MPI_File_write_at of a pending block");
-    write_block(fh, sbuf, rbuf, 1, "MPI_File_write_at_all of a pending block");
-    read_block(fh, sbuf, rbuf, 0, "MPI_File_read_at into a pending block");
-    read_block(fh, sbuf, rbuf, 1, "MPI_File_read_at_all into a pending block");
+    for (int form = 0; form < FORMS; form++) {
+        write_block(fh, sbuf, rbuf, form);
+        read_block(fh, sbuf, rbuf, form);
+    }
 
     MPI_File_close(&fh);
     if (rank == 0)

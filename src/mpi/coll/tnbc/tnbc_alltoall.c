@@ -85,7 +85,7 @@ static int side_is_flat(const MPII_Tnbc_side_t * side, int n)
 static int settle_side(const MPII_Tnbc_side_t * side, int n)
 {
     MPI_Aint lo, hi;
-    if (!MPIR_Tnbc_ops_in_flight || side->buf == MPI_IN_PLACE)
+    if (!MPIR_TNBC_OWNS_BUFFERS() || side->buf == MPI_IN_PLACE)
         return MPI_SUCCESS;
     side_span(side, n, &lo, &hi);
     return MPIR_Tnbc_settle_range((const char *) side->buf + lo, (size_t) (hi - lo));
@@ -364,7 +364,7 @@ int MPIR_Tnbc_Alltoallv(const void *sendbuf, const MPI_Aint sendcounts[], const 
     int mpi_errno = MPI_SUCCESS;
     int n = MPII_Tnbc_peers(comm_ptr);
 
-    if (MPIR_Tnbc_ops_in_flight) {
+    if (MPIR_TNBC_OWNS_BUFFERS()) {
         if (sendbuf != MPI_IN_PLACE) {
             mpi_errno = MPII_Tnbc_settle_v(sendbuf, sendcounts, sdispls, sendtype, n);
             MPIR_ERR_CHECK(mpi_errno);

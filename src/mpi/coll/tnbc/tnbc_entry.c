@@ -20,13 +20,19 @@ MPIR_Tnbc_decision_t MPII_Tnbc_decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm 
     facts->internal = !MPIR_Tnbc_user_coll;
     MPIR_Tnbc_user_coll = 0;
     /* a trace run's buffers are released before a new collective may guard them again, and
-     * what the helper finished is freed, so that its operations' lessons reach the sites */
+     * what the helper finished is freed, so that its operations' lessons reach the sites;
+     * freeing a communicator there may run a delete callback that makes a collective of its
+     * own, so this call's caller is kept across */
+    const void *caller = MPIR_Tnbc_user_caller;
     MPII_Tnbc_engine_reap();
     MPII_Tnbc_access_harvest();
+    MPIR_Tnbc_user_caller = caller;
     /* Internal collectives during MPI_Init or MPI_Finalize read their results at once. */
     facts->ready = (MPL_atomic_load_int(&MPIR_Process.mpich_state) ==
                     MPICH_MPI_STATE__INITIALIZED);
     facts->is_intercomm = (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM);
+    facts->spans_worlds = !facts->is_intercomm && !facts->internal && facts->ready &&
+        !MPII_Tnbc_policy.job_off && MPII_Tnbc_comm_spans_worlds(comm_ptr);
 #ifdef MPL_HAVE_GPU
     /* any buffer may be device memory, and we would not know which process has one */
     facts->device_buffer = MPIR_CVAR_ENABLE_GPU;

@@ -84,7 +84,7 @@ int MPIR_Tnbc_Allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype s
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
     }
     MPII_TNBC_SETTLE(sendbuf, sendcount, sendtype);
-    if (MPIR_Tnbc_ops_in_flight) {
+    if (MPIR_TNBC_OWNS_BUFFERS()) {
         mpi_errno = MPII_Tnbc_settle_v(recvbuf, recvcounts, displs, recvtype,
                                        comm_ptr->local_size);
         MPIR_ERR_CHECK(mpi_errno);
@@ -168,7 +168,7 @@ int MPIR_Tnbc_Gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
     }
     if (!is_root(comm_ptr, root) || sendbuf != MPI_IN_PLACE)
         MPII_TNBC_SETTLE(sendbuf, sendcount, sendtype);
-    if (is_root(comm_ptr, root) && MPIR_Tnbc_ops_in_flight) {
+    if (is_root(comm_ptr, root) && MPIR_TNBC_OWNS_BUFFERS()) {
         mpi_errno = MPII_Tnbc_settle_v(recvbuf, recvcounts, displs, recvtype,
                                        comm_ptr->local_size);
         MPIR_ERR_CHECK(mpi_errno);
@@ -250,7 +250,7 @@ int MPIR_Tnbc_Scatterv(const void *sendbuf, const MPI_Aint sendcounts[], const M
         MPII_TNBC_SETTLE_ALL();
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
     }
-    if (is_root(comm_ptr, root) && MPIR_Tnbc_ops_in_flight) {
+    if (is_root(comm_ptr, root) && MPIR_TNBC_OWNS_BUFFERS()) {
         mpi_errno = MPII_Tnbc_settle_v(sendbuf, sendcounts, displs, sendtype,
                                        comm_ptr->local_size);
         MPIR_ERR_CHECK(mpi_errno);

@@ -29,14 +29,14 @@ int MPII_Tnbc_offer(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr, int *h
 /* Settle the buffers of a call before anything else reads or writes them (entry points). */
 #define MPII_TNBC_SETTLE(buf_, count_, datatype_)                               \
     do {                                                                        \
-        if (MPIR_Tnbc_ops_in_flight) {                                          \
+        if (MPIR_TNBC_OWNS_BUFFERS()) {                                         \
             mpi_errno = MPIR_Tnbc_settle_buf(buf_, count_, datatype_);          \
             MPIR_ERR_CHECK(mpi_errno);                                          \
         }                                                                       \
     } while (0)
 #define MPII_TNBC_SETTLE_ALL()                                                  \
     do {                                                                        \
-        if (MPIR_Tnbc_ops_in_flight) {                                          \
+        if (MPIR_TNBC_OWNS_BUFFERS()) {                                         \
             mpi_errno = MPIR_Tnbc_settle_all();                                 \
             MPIR_ERR_CHECK(mpi_errno);                                          \
         }                                                                       \
@@ -214,6 +214,11 @@ typedef struct {
     int gave_up;                /* the peer we held for stalled: send anyway */
 } MPII_Tnbc_turn_t;
 
+/* 1 when comm has processes of another world (spawn, connect/accept): the same answer on
+ * every process of comm. */
+int MPII_Tnbc_comm_spans_worlds(MPIR_Comm * comm);
+/* Collective over COMM_WORLD's node communicator: the node's segment. */
+int MPII_Tnbc_node_init(void);
 void MPII_Tnbc_node_finalize(void);
 int MPII_Tnbc_node_available(void);     /* arbitration applies to this process */
 /* The node of rank in comm, or -1 when unknown (remote peers use the node's link). */

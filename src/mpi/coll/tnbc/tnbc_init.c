@@ -6,6 +6,7 @@
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <malloc.h>
 
@@ -119,11 +120,71 @@ int MPIR_Tnbc_init(void)
     MPII_Tnbc_policy.enabled_colls = mask;
     MPII_Tnbc_policy.supported_colls = MPII_TNBC_SUPPORTED_COLLS;
     MPII_Tnbc_policy.min_bytes = (size_t) MPIR_CVAR_TNBC_MIN_BYTES;
+    MPII_Tnbc_policy.job_off = 1;       /* until MPIR_Tnbc_world_init agrees */
     MPII_Tnbc_pvars_register();
     mpi_errno = MPII_Tnbc_access_init();
     MPIR_ERR_CHECK(mpi_errno);
     if (MPIR_CVAR_TNBC_ENABLE)
         tune_malloc();  /* before the application allocates its buffers */
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Where a process calls libc's read, sigaction, ... directly rather than libmpi's wrappers
+ * (libmpi loaded after libc: a Fortran program whose libmpifort pulls libmpi in, a library or
+ * a dlopen that does), a system call on a guarded page fails with EFAULT and the program's
+ * SIGSEGV handler would replace ours. Then T-NBC stays off for the whole job (it is off from
+ * MPIR_Tnbc_init until this agreement: a process that never calls MPI_Init has none), so that
+ * every process still runs the same protocol; the lowest such rank says why, once. */
+static int agree_on_interposition(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    MPIR_Comm *world = MPIR_Process.comm_world;
+    const char *bypassed = "?";
+    int mine = MPIR_Pageguard_interposed(&bypassed) ? INT_MAX : world->rank;
+    int first_bypassing;
+
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    mpi_errno = MPIR_Allreduce(&mine, &first_bypassing, 1, MPI_INT, MPI_MIN, world, &errflag);
+    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
+    if (first_bypassing == INT_MAX) {
+        MPII_Tnbc_policy.job_off = 0;
+        goto fn_exit;
+    }
+    if (first_bypassing == world->rank) {
+        Dl_info self;
+        const char *libmpi = dladdr((void *) MPIR_Tnbc_world_init, &self) && self.dli_fname ?
+            self.dli_fname : "libmpi.so.12";
+        fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d calls libc's %s(), not "
+                "libmpi's (libmpi was loaded after libc). Link the program with mpicc, mpicxx "
+                "or mpif90, or run it with LD_PRELOAD=%s (README.tnbc, \"Linking\").\n",
+                world->rank, bypassed, libmpi);
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIR_Tnbc_world_init(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    static int done;
+
+    if (done || !MPIR_CVAR_TNBC_ENABLE || !MPIR_Process.comm_world)
+        goto fn_exit;
+    done = 1;
+    mpi_errno = agree_on_interposition();
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPII_Tnbc_node_init();
+    MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
     return mpi_errno;

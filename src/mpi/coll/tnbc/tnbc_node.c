@@ -91,7 +91,7 @@ static struct {
     const MPII_Tnbc_turn_t *owner;      /* the operation that holds our slot */
 } node;
 
-int MPIR_Tnbc_node_init(void)
+int MPII_Tnbc_node_init(void)
 {
     int mpi_errno = MPI_SUCCESS;
     static int attempted;
@@ -140,6 +140,48 @@ int MPII_Tnbc_node_of(MPIR_Comm * comm, int rank)
 {
     int id;
     return MPID_Get_node_id(comm, rank, &id) == MPI_SUCCESS ? id : -1;
+}
+
+/* Whether a communicator has processes of more than one world (spawn, connect/accept), kept
+ * as an attribute: found once per communicator, freed with it. */
+enum { MPII_ONE_WORLD = 1, MPII_WORLDS = 2 };
+static int worlds_keyval = MPI_KEYVAL_INVALID;
+
+static int worlds_finalize(void *unused)
+{
+    if (worlds_keyval != MPI_KEYVAL_INVALID) {
+        MPII_Keyval *keyval_ptr;
+        MPII_Keyval_get_ptr(worlds_keyval, keyval_ptr);
+        MPIR_free_keyval(keyval_ptr);
+        worlds_keyval = MPI_KEYVAL_INVALID;
+    }
+    return MPI_SUCCESS;
+}
+
+/* A process knows the node of every process of its own world and of no other: the processes
+ * of a communicator that spans worlds each see some unknown node, so all of them answer 1. */
+int MPII_Tnbc_comm_spans_worlds(MPIR_Comm * comm)
+{
+    void *kept = NULL;
+    int flag = 0;
+    MPII_Keyval *keyval_ptr;
+
+    if (worlds_keyval == MPI_KEYVAL_INVALID) {
+        if (MPIR_Comm_create_keyval_impl(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN,
+                                         &worlds_keyval, NULL) != MPI_SUCCESS)
+            return 1;   /* cannot tell: decline, as on every process whatever it finds */
+        MPIR_Add_finalize(worlds_finalize, NULL, MPIR_FINALIZE_CALLBACK_PRIO - 1);
+    }
+    if (MPIR_Comm_get_attr_impl(comm, worlds_keyval, &kept, &flag, MPIR_ATTR_PTR) ==
+        MPI_SUCCESS && flag)
+        return (intptr_t) kept == MPII_WORLDS;
+    intptr_t worlds = MPII_ONE_WORLD;
+    for (int r = 0; r < comm->local_size && worlds == MPII_ONE_WORLD; r++)
+        if (MPII_Tnbc_node_of(comm, r) < 0)
+            worlds = MPII_WORLDS;
+    MPII_Keyval_get_ptr(worlds_keyval, keyval_ptr);
+    (void) MPIR_Comm_set_attr_impl(comm, keyval_ptr, (void *) worlds, MPIR_ATTR_PTR);
+    return worlds == MPII_WORLDS;
 }
 
 static uint64_t mix64(uint64_t x)

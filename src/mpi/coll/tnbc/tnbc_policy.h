@@ -43,11 +43,15 @@ typedef enum {
 /* In the order MPIR_Tnbc_decide checks them: the first that applies is the reason. */
 typedef enum {
     MPIR_TNBC_ACCEPT = 0,
+    MPIR_TNBC_DECLINE_JOB_OFF,          /* off for the job: a process bypasses libmpi's libc
+                                         * wrappers, or no MPI_Init (MPIR_Tnbc_world_init) */
     MPIR_TNBC_DECLINE_DISABLED,         /* excluded by MPIR_CVAR_TNBC_COLLECTIVES */
     MPIR_TNBC_DECLINE_UNSUPPORTED,      /* no T-NBC schedule builder for this collective yet */
     MPIR_TNBC_DECLINE_NOT_READY,        /* outside MPI_Init..MPI_Finalize, or T-NBC switched off */
     MPIR_TNBC_DECLINE_INTERNAL,         /* MPICH's own call (e.g. in MPI_Comm_split) */
     MPIR_TNBC_DECLINE_INTERCOMM,
+    MPIR_TNBC_DECLINE_WORLDS,           /* processes of several worlds: each world decided on
+                                         * T-NBC alone (MPIR_Tnbc_world_init) */
     MPIR_TNBC_DECLINE_DEVICE_BUFFER,    /* GPU support is on: buffers may be device memory */
     MPIR_TNBC_DECLINE_OP_TYPE,          /* reduction with a user-defined op or a datatype that
                                          * is not one predefined, gap-free type */
@@ -79,6 +83,7 @@ typedef struct {
     int ready;
     int internal;               /* not called by the application: results are read at once */
     int is_intercomm;
+    int spans_worlds;           /* the communicator has processes of another world */
     int device_buffer;
     int op_type_unsupported;    /* a reduction's op or datatype has no T-NBC schedule */
     int size_is_global;         /* largest_submsg_bytes is the same on every process */
@@ -89,6 +94,8 @@ typedef struct {
     uint32_t enabled_colls;     /* MPIR_TNBC_COLL_BIT set */
     uint32_t supported_colls;   /* collectives with a schedule builder */
     size_t min_bytes;
+    int job_off;                /* every call declined: until MPI_Init's agreement, and for
+                                 * good where a process bypasses libmpi's libc wrappers */
 } MPIR_Tnbc_policy_t;
 
 const char *MPIR_Tnbc_coll_name(MPIR_Tnbc_coll_t coll);

@@ -35,6 +35,7 @@ void MPIR_Tnbc_sites_free(MPIR_Tnbc_sites_t * t)
         free(s);
     }
     free(t->sites);
+    free(t->index);
     MPIR_Tnbc_sites_init(t);
 }
 
@@ -44,18 +45,77 @@ static int same_shape(const MPIR_Tnbc_site_key_t * a, const MPIR_Tnbc_site_key_t
         a->recv_bytes == b->recv_bytes;
 }
 
+static uint64_t key_hash(const MPIR_Tnbc_site_key_t * k)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    const uint64_t v[] = { (uint64_t) k->coll, (uint64_t) k->comm_size, (uint64_t) k->nblocks,
+        k->recv_bytes, k->caller
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        h ^= v[i];
+        h *= 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* The index slot of key: the one holding it, or the empty one where it would go. */
+static size_t index_slot(const MPIR_Tnbc_sites_t * t, const MPIR_Tnbc_site_key_t * key)
+{
+    size_t mask = (size_t) t->index_cap - 1, i = (size_t) key_hash(key) & mask;
+    while (t->index[i]) {
+        const MPIR_Tnbc_site_key_t *k = &t->sites[t->index[i] - 1]->key;
+        if (same_shape(k, key) && k->caller == key->caller)
+            break;
+        i = (i + 1) & mask;
+    }
+    return i;
+}
+
+static MPIR_Tnbc_site_t *find(const MPIR_Tnbc_sites_t * t, const MPIR_Tnbc_site_key_t * key)
+{
+    if (!t->index_cap)
+        return NULL;
+    int pos = t->index[index_slot(t, key)];
+    return pos ? t->sites[pos - 1] : NULL;
+}
+
+/* Room for one more site: the list and an index at most half full. */
+static int make_room(MPIR_Tnbc_sites_t * t)
+{
+    if (t->n < t->cap)
+        return 1;
+    int cap = t->cap ? 2 * t->cap : 16;
+    MPIR_Tnbc_site_t **sites = realloc(t->sites, cap * sizeof(*sites));
+    int *index = calloc((size_t) 2 * cap, sizeof(int));
+    if (!sites || !index) {
+        if (sites)
+            t->sites = sites;
+        free(index);
+        return 0;
+    }
+    t->sites = sites;
+    t->cap = cap;
+    free(t->index);
+    t->index = index;
+    t->index_cap = 2 * cap;
+    for (int i = 0; i < t->n; i++)
+        t->index[index_slot(t, &t->sites[i]->key)] = i + 1;
+    return 1;
+}
+
+/* Room for a site of key's shape within the bounds. */
+static int within_bounds(const MPIR_Tnbc_sites_t * t, const MPIR_Tnbc_site_key_t * key)
+{
+    return key->nblocks >= 0 && key->nblocks <= MPIR_TNBC_SITE_BLOCKS_MAX &&
+        t->n < MPIR_TNBC_SITES_MAX &&
+        t->nblocks + (size_t) key->nblocks <= MPIR_TNBC_SITES_BLOCKS_MAX;
+}
+
 static MPIR_Tnbc_site_t *add_site(MPIR_Tnbc_sites_t * t, const MPIR_Tnbc_site_key_t * key)
 {
-    if (key->nblocks < 0)
+    if (!within_bounds(t, key) || !make_room(t))
         return NULL;
-    if (t->n == t->cap) {
-        int cap = t->cap ? 2 * t->cap : 16;
-        MPIR_Tnbc_site_t **sites = realloc(t->sites, cap * sizeof(*sites));
-        if (!sites)
-            return NULL;
-        t->sites = sites;
-        t->cap = cap;
-    }
     MPIR_Tnbc_site_t *s = calloc(1, sizeof(*s));
     int *rank = malloc(((size_t) key->nblocks + 1) * sizeof(int));
     if (!s || !rank) {
@@ -67,23 +127,21 @@ static MPIR_Tnbc_site_t *add_site(MPIR_Tnbc_sites_t * t, const MPIR_Tnbc_site_ke
     s->rank = rank;
     for (int b = 0; b < key->nblocks; b++)
         rank[b] = b;
+    t->index[index_slot(t, key)] = t->n + 1;
     t->sites[t->n++] = s;
+    t->nblocks += (size_t) key->nblocks;
     return s;
 }
 
 MPIR_Tnbc_site_t *MPIR_Tnbc_sites_get(MPIR_Tnbc_sites_t * t, const MPIR_Tnbc_site_key_t * key,
                                       int create)
 {
-    MPIR_Tnbc_site_t *any = NULL;
-    for (int i = 0; i < t->n; i++) {
-        MPIR_Tnbc_site_t *s = t->sites[i];
-        if (!same_shape(&s->key, key))
-            continue;
-        if (s->key.caller == key->caller)
-            return s;
-        if (s->key.caller == MPIR_TNBC_ANY_CALLER)
-            any = s;
-    }
+    MPIR_Tnbc_site_t *s = find(t, key);
+    if (s)
+        return s;
+    MPIR_Tnbc_site_key_t any_key = *key;
+    any_key.caller = MPIR_TNBC_ANY_CALLER;
+    MPIR_Tnbc_site_t *any = find(t, &any_key);
     if (any || !create)
         return any;
     return add_site(t, key);
@@ -355,6 +413,9 @@ int MPIR_Tnbc_profile_parse(const char *text, MPIR_Tnbc_sites_t * t, int *bad_li
         MPIR_Tnbc_site_t *twin = MPIR_Tnbc_sites_get(t, &key, 0);
         if (twin && twin->key.caller == key.caller)
             goto fn_fail;       /* the same site twice */
+        rc = MPIR_TNBC_PRIORITY_ERR_LIMIT;
+        if (!within_bounds(t, &key))
+            goto fn_fail;
         pending = add_site(t, &key);
         rc = MPIR_TNBC_PRIORITY_ERR_NOMEM;
         if (!pending)
@@ -371,7 +432,7 @@ int MPIR_Tnbc_profile_parse(const char *text, MPIR_Tnbc_sites_t * t, int *bad_li
     free(line);
     return rc;
   fn_fail:
-    if (rc == MPIR_TNBC_PRIORITY_ERR_SYNTAX)
+    if (rc == MPIR_TNBC_PRIORITY_ERR_SYNTAX || rc == MPIR_TNBC_PRIORITY_ERR_LIMIT)
         *bad_line = lineno;
     goto fn_exit;
 }

@@ -55,14 +55,26 @@ typedef struct {
     int **peer_pos;
 } MPIR_Tnbc_site_t;
 
+/* A process keeps at most this many sites, each of at most this many blocks, and this many
+ * blocks in all (16 MiB of orders): a code whose collectives change shape every step (particle
+ * exchanges) stops learning new shapes rather than grow without bound, and a profile cannot
+ * make a process allocate more. */
+#define MPIR_TNBC_SITES_MAX        4096
+#define MPIR_TNBC_SITE_BLOCKS_MAX  (1 << 20)
+#define MPIR_TNBC_SITES_BLOCKS_MAX (1 << 22)
+
 typedef struct {
     int n, cap;
-    MPIR_Tnbc_site_t **sites;
+    size_t nblocks;             /* blocks of all sites */
+    MPIR_Tnbc_site_t **sites;   /* in the order they were added */
+    int *index;                 /* open addressing over sites: 1 + position, 0 empty */
+    int index_cap;              /* a power of two, at least twice cap */
 } MPIR_Tnbc_sites_t;
 
 #define MPIR_TNBC_PRIORITY_OK          0
 #define MPIR_TNBC_PRIORITY_ERR_NOMEM  -1
 #define MPIR_TNBC_PRIORITY_ERR_SYNTAX -2
+#define MPIR_TNBC_PRIORITY_ERR_LIMIT  -3    /* more sites or blocks than the bounds above */
 
 void MPIR_Tnbc_sites_init(MPIR_Tnbc_sites_t * t);
 void MPIR_Tnbc_sites_free(MPIR_Tnbc_sites_t * t);

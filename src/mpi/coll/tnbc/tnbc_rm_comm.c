@@ -55,21 +55,23 @@ static int rm_finalize(void *unused)
     return MPI_SUCCESS;
 }
 
-/* Dense node indices in order of first appearance along the ranks. */
+/* Dense node indices in order of first appearance along the ranks. A process knows no node id
+ * for the processes of another world (spawn, connect/accept), and each would map differently:
+ * when any id is unknown, every rank is a node of its own, alike on every process. */
 static int map_nodes(MPIR_Comm * comm, MPII_Rm_comm_t * st)
 {
-    int size = comm->local_size;
+    int size = comm->local_size, all_known = 1;
     int *ids = MPL_malloc(size * sizeof(int), MPL_MEM_COLL);
     st->node_of = MPL_malloc(size * sizeof(int), MPL_MEM_COLL);
     if (!ids || !st->node_of) {
         MPL_free(ids);
         return MPI_ERR_NO_MEM;
     }
+    for (int r = 0; r < size && all_known; r++)
+        all_known = MPII_Tnbc_node_of(comm, r) >= 0;
     st->nnodes = 0;
     for (int r = 0; r < size; r++) {
-        int id = MPII_Tnbc_node_of(comm, r), k;
-        if (id < 0)
-            id = -1 - r;        /* unknown: a node of its own */
+        int id = all_known ? MPII_Tnbc_node_of(comm, r) : -1 - r, k;
         for (k = 0; k < st->nnodes && ids[k] != id; k++);
         if (k == st->nnodes)
             ids[st->nnodes++] = id;

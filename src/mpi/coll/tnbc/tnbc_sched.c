@@ -389,7 +389,9 @@ int MPIR_Tnbc_sched_bcast(MPIR_Tnbc_sched_t * s, int rank, int size, int root, s
     int npieces = MPII_Tnbc_sched_segments(nbytes, 1, nseg, poff, plen);
     int nedges = segment_edges(nbytes, 1);
 
-    s->ntags = npieces + 2;
+    /* as many tags as the most pieces any byte count makes: the communicator's tag counter
+     * stays in step on every process even where an erroneous program's counts differ */
+    s->ntags = nseg + 4;
     for (int k = 0; k < npieces; k++) {
         size_t off = poff[k], len = plen[k];
         int got = -1, sub;

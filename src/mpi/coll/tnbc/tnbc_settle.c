@@ -92,6 +92,30 @@ int MPIR_Tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype)
     return MPIR_Tnbc_settle_range((const char *) buf + lo, (size_t) span);
 }
 
+/* ROMIO's routines (patch 0016), inside ROMIO's own critical section, which is not MPICH's:
+ * the settle takes MPICH's global lock as a binding does (ROMIO's lock, then MPICH's, the order
+ * of every MPI call ROMIO makes). */
+int MPIR_Ext_tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datatype)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_TNBC_APP_FRAMES_DECL;
+
+    /* outside the lock: a collective another thread starts on this buffer meanwhile is an
+     * erroneous program; under the lock the hook looks again */
+    if (!__atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&MPIR_Tnbc_regions_held, __ATOMIC_RELAXED))
+        return MPI_SUCCESS;
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    MPIR_TNBC_NOTE_APP_FRAMES();
+    MPIR_TNBC_SETTLE_BUF(buf, count, datatype);
+  fn_exit:
+    MPIR_TNBC_RESTORE_APP_FRAMES();
+    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 static int no_ops_cond(const void *arg)
 {
     return MPIR_Tnbc_ops_in_flight == 0;
