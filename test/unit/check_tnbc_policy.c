@@ -170,10 +170,7 @@ START_TEST(decide_order)
         .spans_worlds = 1, .device_buffer = 1, .op_type_unsupported = 1, .size_is_global = 1,
         .largest_submsg_bytes = 0,
     };
-    p.job_off = 1;
     p.enabled_colls &= ~BIT(BCAST);
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_JOB_OFF);
-    p.job_off = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DISABLED);
     p.enabled_colls |= BIT(BCAST);
     p.supported_colls = BIT(ALLTOALL);
@@ -183,6 +180,9 @@ START_TEST(decide_order)
     f.ready = 1;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_INTERNAL);
     f.internal = 0;
+    p.job_off = 1;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_JOB_OFF);
+    p.job_off = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_INTERCOMM);
     f.is_intercomm = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_WORLDS);

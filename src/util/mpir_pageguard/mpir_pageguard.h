@@ -193,6 +193,9 @@ int MPIR_Pageguard_alloc_interposed(void);
  * the load order); 0 when another definition comes first, naming it in *bypassed. Without
  * them pages must not be guarded (pageguard_libc.c). */
 int MPIR_Pageguard_interposed(const char **bypassed);
+/* The first libc function the wrappers found no definition of (they fail with ENOSYS), or
+ * NULL: then pages must not be guarded either. */
+const char *MPIR_Pageguard_libc_missing(void);
 
 /* Memory other processes may read or write directly, which page protections cannot stop
  * (RDMA into registered pages) or must not delay (active-message RMA under MPICH's lock): the

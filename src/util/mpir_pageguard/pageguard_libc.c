@@ -45,6 +45,9 @@ static int in_this_object(const void *addr)
         dladdr(addr, &theirs) && mine.dli_fbase == theirs.dli_fbase;
 }
 
+/* The first function no definition was found for (its wrapper fails with ENOSYS). */
+static const char *_Atomic missing;
+
 void *MPII_Pageguard_next_definition(const char *name)
 {
     void *fn = dlsym(RTLD_NEXT, name);
@@ -55,11 +58,19 @@ void *MPII_Pageguard_next_definition(const char *name)
         return fn;
     /* libc is loaded in every process libmpi is in: this only finds it, and it stays */
     void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
-    if (!libc)
-        return NULL;
-    fn = dlsym(libc, name);
-    dlclose(libc);
+    fn = libc ? dlsym(libc, name) : NULL;
+    if (libc)
+        dlclose(libc);
+    if (!fn) {
+        const char *none = NULL;
+        atomic_compare_exchange_strong(&missing, &none, name);
+    }
     return fn;
+}
+
+const char *MPIR_Pageguard_libc_missing(void)
+{
+    return atomic_load(&missing);
 }
 
 int MPIR_Pageguard_interposed(const char **bypassed)

@@ -144,8 +144,8 @@ static int agree_on_interposition(void)
     int mpi_errno = MPI_SUCCESS;
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
     MPIR_Comm *world = MPIR_Process.comm_world;
-    const char *bypassed = "?";
-    int mine = MPIR_Pageguard_interposed(&bypassed) ? INT_MAX : world->rank;
+    const char *bypassed = "?", *missing = MPIR_Pageguard_libc_missing();
+    int mine = !missing && MPIR_Pageguard_interposed(&bypassed) ? INT_MAX : world->rank;
     int first_bypassing;
 
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
@@ -157,7 +157,10 @@ static int agree_on_interposition(void)
         MPII_Tnbc_policy.job_off = 0;
         goto fn_exit;
     }
-    if (first_bypassing == world->rank) {
+    if (first_bypassing == world->rank && missing) {
+        fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d found no definition of "
+                "%s() in the C library.\n", world->rank, missing);
+    } else if (first_bypassing == world->rank) {
         Dl_info self;
         const char *libmpi = dladdr((void *) MPIR_Tnbc_world_init, &self) && self.dli_fname ?
             self.dli_fname : "libmpi.so.12";

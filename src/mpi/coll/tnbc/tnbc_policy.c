@@ -35,11 +35,11 @@ static const char *const coll_names[MPIR_TNBC_COLL_COUNT] = {
 
 static const char *const decision_names[MPIR_TNBC_DECISION_COUNT] = {
     [MPIR_TNBC_ACCEPT] = "handled",
-    [MPIR_TNBC_DECLINE_JOB_OFF] = "off for the job: libc wrappers bypassed, or no MPI_Init",
     [MPIR_TNBC_DECLINE_DISABLED] = "disabled by MPIR_CVAR_TNBC_COLLECTIVES",
     [MPIR_TNBC_DECLINE_UNSUPPORTED] = "collective not supported yet",
     [MPIR_TNBC_DECLINE_NOT_READY] = "MPI not initialized",
     [MPIR_TNBC_DECLINE_INTERNAL] = "MPICH-internal call",
+    [MPIR_TNBC_DECLINE_JOB_OFF] = "off for the job: libc wrappers bypassed, or no MPI_Init",
     [MPIR_TNBC_DECLINE_INTERCOMM] = "intercommunicator",
     [MPIR_TNBC_DECLINE_WORLDS] = "communicator spans several worlds (spawn, connect)",
     [MPIR_TNBC_DECLINE_DEVICE_BUFFER] = "GPU support on (device buffers)",
@@ -148,8 +148,6 @@ MPIR_Tnbc_decision_t MPIR_Tnbc_decide(const MPIR_Tnbc_policy_t * policy,
 {
     uint32_t bit = MPIR_TNBC_COLL_BIT(facts->coll);
 
-    if (policy->job_off)
-        return MPIR_TNBC_DECLINE_JOB_OFF;
     if (!(policy->enabled_colls & bit))
         return MPIR_TNBC_DECLINE_DISABLED;
     if (!(policy->supported_colls & bit))
@@ -158,6 +156,8 @@ MPIR_Tnbc_decision_t MPIR_Tnbc_decide(const MPIR_Tnbc_policy_t * policy,
         return MPIR_TNBC_DECLINE_NOT_READY;
     if (facts->internal)
         return MPIR_TNBC_DECLINE_INTERNAL;
+    if (policy->job_off)
+        return MPIR_TNBC_DECLINE_JOB_OFF;
     if (facts->is_intercomm)
         return MPIR_TNBC_DECLINE_INTERCOMM;
     if (facts->spans_worlds)

@@ -43,12 +43,12 @@ typedef enum {
 /* In the order MPIR_Tnbc_decide checks them: the first that applies is the reason. */
 typedef enum {
     MPIR_TNBC_ACCEPT = 0,
-    MPIR_TNBC_DECLINE_JOB_OFF,          /* off for the job: a process bypasses libmpi's libc
-                                         * wrappers, or no MPI_Init (MPIR_Tnbc_world_init) */
     MPIR_TNBC_DECLINE_DISABLED,         /* excluded by MPIR_CVAR_TNBC_COLLECTIVES */
     MPIR_TNBC_DECLINE_UNSUPPORTED,      /* no T-NBC schedule builder for this collective yet */
     MPIR_TNBC_DECLINE_NOT_READY,        /* outside MPI_Init..MPI_Finalize, or T-NBC switched off */
     MPIR_TNBC_DECLINE_INTERNAL,         /* MPICH's own call (e.g. in MPI_Comm_split) */
+    MPIR_TNBC_DECLINE_JOB_OFF,          /* off for the job: a process bypasses libmpi's libc
+                                         * wrappers, or no MPI_Init (MPIR_Tnbc_world_init) */
     MPIR_TNBC_DECLINE_INTERCOMM,
     MPIR_TNBC_DECLINE_WORLDS,           /* processes of several worlds: each world decided on
                                          * T-NBC alone (MPIR_Tnbc_world_init) */
