@@ -17,8 +17,11 @@
 extern int MPIR_Tnbc_ops_in_flight;
 /* Trace and sample buffers kept guarded for their first touches (their data is there). */
 extern int MPIR_Tnbc_regions_held;
-/* Some user buffer still has T-NBC's guards: the one test of every settle hook. */
-#define MPIR_TNBC_OWNS_BUFFERS() (MPIR_Tnbc_ops_in_flight || MPIR_Tnbc_regions_held)
+/* Some user buffer still has T-NBC's guards: the one test of every settle hook (relaxed
+ * loads: ROMIO's hook tests it before it takes the lock). */
+#define MPIR_TNBC_OWNS_BUFFERS()                                                \
+    (__atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_RELAXED) ||             \
+     __atomic_load_n(&MPIR_Tnbc_regions_held, __ATOMIC_RELAXED))
 
 /* Set by the binding of a blocking collective, consumed by MPIR_Tnbc_<Coll>: MPICH's own calls
  * of MPIR_<Coll> (communicator creation, ...) read their results at once and are declined. */
@@ -127,7 +130,7 @@ int MPIR_Tnbc_callback_begin(void);
 void MPIR_Tnbc_callback_end(int released);
 
 /* In the binding, inlined into MPI_<Coll>: the return address is the application's. */
-#define MPIR_TNBC_MARK_USER_COLL()                                              \
+#define MPIR_TNBC_MARK_USER_COLL() \
     (MPIR_Tnbc_user_coll = 1, MPIR_Tnbc_user_caller = __builtin_return_address(0))
 
 #endif /* MPIR_TNBC_H_INCLUDED */

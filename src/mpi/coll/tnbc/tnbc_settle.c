@@ -102,8 +102,7 @@ int MPIR_Ext_tnbc_settle_buf(const void *buf, MPI_Aint count, MPI_Datatype datat
 
     /* outside the lock: a collective another thread starts on this buffer meanwhile is an
      * erroneous program; under the lock the hook looks again */
-    if (!__atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_RELAXED) &&
-        !__atomic_load_n(&MPIR_Tnbc_regions_held, __ATOMIC_RELAXED))
+    if (!MPIR_TNBC_OWNS_BUFFERS())
         return MPI_SUCCESS;
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     MPIR_TNBC_NOTE_APP_FRAMES();
