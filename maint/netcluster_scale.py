@@ -1,0 +1,50 @@
+##
+## mpich-tnbc: what `maint/netcluster run` says about the scale of a run, for the benchmark
+## drivers: each rank's CPU share 1/D and the links shaped at the modeled rate / D, so that
+## measured times divide by D (maint/netcluster-cpu).
+##
+import re
+
+_LINE = re.compile(r"^netcluster: scale (.*)$", re.M)
+
+
+def parse(stdout):
+    """The scale of one run from netcluster's output, or None."""
+    m = _LINE.search(stdout)
+    if not m:
+        return None
+    kv = dict(w.split("=", 1) for w in m.group(1).split() if "=" in w)
+    try:
+        return {"D": float(kv["D"]), "capped": kv.get("capped") == "yes",
+                "period_us": int(kv.get("period_us", 0)), "quota_us": int(kv.get("quota_us", 0)),
+                "rate": kv.get("rate", "?"), "shaped": kv.get("shaped", "?"),
+                "oversubscribed": "oversubscribed" in m.group(1)}
+    except (KeyError, ValueError):
+        return None
+
+
+def modeled(ms, scale):
+    """A measured time in the modeled cluster's units."""
+    return ms / scale["D"] if scale else ms
+
+
+def describe(scales):
+    """One sentence for a report on the scale of its runs (all of one layout)."""
+    scales = [s for s in scales if s]
+    if not scales:
+        return "Scale unknown (no netcluster scale line in the runs)."
+    kinds = sorted({(s["D"], s["capped"], s["period_us"], s["quota_us"], s["shaped"],
+                     s["oversubscribed"]) for s in scales})
+    parts = []
+    for d, capped, period, quota, shaped, over in kinds:
+        if over:
+            parts.append("OVERSUBSCRIBED, not a cluster figure: the ranks shared the cores "
+                         "uncapped (no writable cpu controller); links shaped at %s" % shaped)
+        elif d == 1:
+            parts.append("a core per rank (no more ranks than cores), links shaped at %s; "
+                         "times as measured" % shaped)
+        else:
+            parts.append("every rank on 1/D of a core, D = %g (CFS period %d us, quota %d us), "
+                         "links shaped at %s = the modeled rate / D; times are modeled "
+                         "(measured / %g)" % (d, period, quota, shaped, d))
+    return "Scale (maint/netcluster): " + "; ".join(parts) + "."

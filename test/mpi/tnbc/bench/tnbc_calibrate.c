@@ -1,0 +1,124 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Kernels that calibrate the emulated cluster (maint/bench-calibrate): does a rank on its CPU
+ * share behave like a core of its own, and does the wire deliver what the links allow?
+ *
+ *   tnbc_calibrate compute MADDS          every rank: MADDS dependent multiply-adds, no MPI
+ *   tnbc_calibrate latency BYTES ITERS    ping-pong between rank 0 and the last rank
+ *   tnbc_calibrate alltoall BYTES ITERS   blocking MPI_Alltoall, BYTES per pair
+ *
+ * Prints key=value lines: compute "rank=R seconds=S" per rank; latency "half_rtt_us=" (median
+ * of ITERS); alltoall "iter=K ms=" per iteration (maximum over ranks), then "errors=N" (data
+ * checked). */
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+static void compute(long madds)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Barrier(MPI_COMM_WORLD);
+    volatile double seed = 1.0000001;
+    double x = seed, t0 = MPI_Wtime();
+    for (long i = 0; i < madds; i++)
+        x = x * seed + 1e-9;    /* each step needs the previous one: one core's latency */
+    double t = MPI_Wtime() - t0;
+    printf("rank=%d seconds=%.4f check=%g\n", rank, t, x > 0 ? 1.0 : 0.0);
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void latency(size_t bytes, int iters)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int peer = rank == 0 ? size - 1 : 0;
+    char *buf = calloc(bytes + 1, 1);
+    double *half = calloc(iters, sizeof(double));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (size > 1 && (rank == 0 || rank == size - 1)) {
+        for (int k = -10; k < iters; k++) {     /* ten rounds to connect and warm up */
+            double t0 = MPI_Wtime();
+            if (rank == 0) {
+                MPI_Send(buf, (int) bytes, MPI_CHAR, peer, 0, MPI_COMM_WORLD);
+                MPI_Recv(buf, (int) bytes, MPI_CHAR, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(buf, (int) bytes, MPI_CHAR, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(buf, (int) bytes, MPI_CHAR, peer, 0, MPI_COMM_WORLD);
+            }
+            if (k >= 0)
+                half[k] = (MPI_Wtime() - t0) / 2;
+        }
+        if (rank == 0) {
+            qsort(half, iters, sizeof(double), cmp_double);
+            printf("half_rtt_us=%.2f p10_us=%.2f p90_us=%.2f\n", 1e6 * half[iters / 2],
+                   1e6 * half[iters / 10], 1e6 * half[iters * 9 / 10]);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(buf);
+    free(half);
+}
+
+static void alltoall(size_t bytes, int iters)
+{
+    int rank, size, errors = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    size_t n = bytes / sizeof(int);
+    int *s = malloc(n * size * sizeof(int)), *r = malloc(n * size * sizeof(int));
+    for (int k = -1; k < iters; k++) {          /* one round to connect */
+        for (int p = 0; p < size; p++)
+            for (size_t i = 0; i < n; i += 1024)
+                s[p * n + i] = rank * 7 + p + k;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        MPI_Alltoall(s, (int) n, MPI_INT, r, (int) n, MPI_INT, MPI_COMM_WORLD);
+        double t = MPI_Wtime() - t0, tmax;
+        for (int p = 0; p < size; p++)
+            for (size_t i = 0; i < n; i += 1024)
+                errors += r[p * n + i] != p * 7 + rank + k;
+        MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank == 0 && k >= 0)
+            printf("iter=%d ms=%.3f\n", k, 1e3 * tmax);
+    }
+    int all;
+    MPI_Reduce(&errors, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("errors=%d\n", all);
+    free(s);
+    free(r);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int ok = 1;
+    if (argc == 3 && !strcmp(argv[1], "compute"))
+        compute(atol(argv[2]));
+    else if (argc == 4 && !strcmp(argv[1], "latency") && atoi(argv[3]) > 0)
+        latency((size_t) atol(argv[2]), atoi(argv[3]));
+    else if (argc == 4 && !strcmp(argv[1], "alltoall") && atol(argv[2]) >= (long) sizeof(int))
+        alltoall((size_t) atol(argv[2]), atoi(argv[3]));
+    else
+        ok = 0;
+    if (!ok)
+        fprintf(stderr, "usage: tnbc_calibrate compute MADDS | latency BYTES ITERS | "
+                "alltoall BYTES ITERS\n");
+    fflush(stdout);
+    MPI_Finalize();
+    return ok ? 0 : 2;
+}
