@@ -18,6 +18,7 @@ def parse(stdout):
         return {"D": float(kv["D"]), "capped": kv.get("capped") == "yes",
                 "period_us": int(kv.get("period_us", 0)), "quota_us": int(kv.get("quota_us", 0)),
                 "rate": kv.get("rate", "?"), "shaped": kv.get("shaped", "?"),
+                "rndv_thresh": kv.get("rndv_thresh", "default"),
                 "oversubscribed": "oversubscribed" in m.group(1)}
     except (KeyError, ValueError):
         return None
@@ -47,4 +48,6 @@ def describe(scales):
             parts.append("every rank on 1/D of a core, D = %g (CFS period %d us, quota %d us), "
                          "links shaped at %s = the modeled rate / D; times are modeled "
                          "(measured / %g)" % (d, period, quota, shaped, d))
-    return "Scale (maint/netcluster): " + "; ".join(parts) + "."
+    eager = sorted({s["rndv_thresh"] for s in scales})
+    return "Scale (maint/netcluster): " + "; ".join(parts) + "; UCX_RNDV_THRESH " + \
+        ", ".join(eager) + " (inf: every configuration eager)."
