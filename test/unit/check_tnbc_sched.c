@@ -276,14 +276,14 @@ START_TEST(alltoall_ring_order_and_self_copy)
     size_t b[4] = { 10, 10, 10, 10 }, o[4] = { 0, 10, 20, 30 };
     MPIR_Tnbc_sched_init(&s);
     ck_assert_int_eq(MPIR_Tnbc_sched_alltoallv(&s, 1, 4, b, o, b, o), MPIR_TNBC_SCHED_OK);
-    ck_assert_int_eq(s.n, 7);   /* 3 sends, 3 receives, 1 copy */
+    ck_assert_int_eq(s.n, 19);  /* 3 peers x (send + receive) x 3 pieces, 1 copy */
     MPIR_Tnbc_entry_t *first = &s.entries[s.order[0]];
     ck_assert_int_eq(first->kind, MPIR_TNBC_COPY);
     /* step 1 pairs rank 1 with 2 (send) and 0 (receive) */
     int sends = 0;
     for (int j = 0; j < s.n; j++) {
         MPIR_Tnbc_entry_t *e = &s.entries[s.order[j]];
-        if (e->kind == MPIR_TNBC_SEND) {
+        if (e->kind == MPIR_TNBC_SEND && e->len > 0) {
             ck_assert_int_eq(e->peer, (1 + 1 + sends) % 4);
             sends++;
         }
@@ -707,6 +707,37 @@ static void run_reduce(int size, int root, size_t nbytes, size_t elem)
     sim_free(r, size);
 }
 
+/* Erroneous programs whose counts disagree must still pair messages one to one. */
+START_TEST(pairs_of_any_size_are_three_messages)
+{
+    const size_t E = MPIR_TNBC_SCHED_EDGE;
+    const size_t sizes[] = { 1, E - 1, E, E + 1, 2 * E, 2 * E + 1, 5 * E };
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        MPIR_Tnbc_sched_t s;
+        size_t b[2] = { sizes[i], sizes[i] }, o[2] = { 0, sizes[i] };
+        MPIR_Tnbc_sched_init(&s);
+        ck_assert_int_eq(MPIR_Tnbc_sched_alltoallv(&s, 0, 2, b, o, b, o), MPIR_TNBC_SCHED_OK);
+        int nsend = 0, nrecv = 0, empty_recv_subs = 0;
+        size_t bytes = 0;
+        for (int j = 0; j < s.n; j++) {
+            MPIR_Tnbc_entry_t *e = &s.entries[j];
+            nsend += (e->kind == MPIR_TNBC_SEND);
+            nrecv += (e->kind == MPIR_TNBC_RECV);
+            if (e->kind == MPIR_TNBC_RECV) {
+                bytes += e->len;
+                empty_recv_subs += (e->len == 0 && e->sub >= 0);
+            }
+        }
+        ck_assert_int_eq(nsend, 3);
+        ck_assert_int_eq(nrecv, 3);
+        ck_assert_uint_eq(bytes, sizes[i]);
+        ck_assert_int_eq(empty_recv_subs, 0);
+        check_send_readers(&s);
+        MPIR_Tnbc_sched_free(&s);
+    }
+}
+END_TEST
+
 START_TEST(allreduce_and_reduce_deliver_the_sum)
 {
     const size_t E = MPIR_TNBC_SCHED_EDGE;
@@ -913,6 +944,7 @@ static Suite *sched_suite(void)
     tcase_add_test(a, alltoall_ring_order_and_self_copy);
     tcase_add_test(a, alltoallv_overlapping_receives_are_reported);
     tcase_add_test(a, alltoallv_overlapping_sends_are_allowed);
+    tcase_add_test(a, pairs_of_any_size_are_three_messages);
     tcase_add_test(a, large_pieces_travel_as_edges_first);
     tcase_add_test(a, receive_bodies_follow_the_access_order);
     tcase_add_test(a, send_bodies_follow_a_reorder_plan);

@@ -365,11 +365,11 @@ static void guard_failed(MPII_Tnbc_op_t * op, MPIR_Pageguard_region_t * region, 
                                          MPIR_Pageguard_strerror(rc));
 }
 
-/* A receive (or self copy) filled receive sub-message k. */
+/* A receive (or self copy) filled receive sub-message k (an empty receive fills none). */
 static void recv_sub_done(MPII_Tnbc_op_t * op, int k)
 {
     int rc;
-    if (op->recv_mode == MPII_TNBC_RECV_GUARDED &&
+    if (k >= 0 && op->recv_mode == MPII_TNBC_RECV_GUARDED &&
         (rc = MPIR_Pageguard_complete(op->recv_region, k)) != MPIR_PAGEGUARD_OK)
         guard_failed(op, op->recv_region, rc);
 }

@@ -123,7 +123,12 @@ int MPII_Tnbc_sched_segments(size_t nbytes, size_t elem, int nseg, size_t * poff
     return npieces;
 }
 
-/* Pieces of one pair's bytes: one, or head, tail and body. Returns the count. */
+/* Pieces of one pair's bytes: head, tail and body, or for a pair of at most two edges all of it
+ * in the head and an empty tail and body. Every non-empty pair is three messages whatever its
+ * size, so that counts which disagree across processes (an erroneous program) still pair the
+ * messages one to one: the receiver sees a truncation or a short message, as with MPICH's
+ * algorithms, never a receive that no message matches. */
+#define MPII_TNBC_PAIR_PIECES 3
 static int split_edges(size_t bytes, size_t * off, size_t * len)
 {
     const size_t edge = MPIR_TNBC_SCHED_EDGE;
@@ -132,7 +137,9 @@ static int split_edges(size_t bytes, size_t * off, size_t * len)
     if (bytes <= 2 * edge) {
         off[0] = 0;
         len[0] = bytes;
-        return 1;
+        off[1] = off[2] = bytes;
+        len[1] = len[2] = 0;
+        return MPII_TNBC_PAIR_PIECES;
     }
     off[0] = 0;
     len[0] = edge;
@@ -140,13 +147,25 @@ static int split_edges(size_t bytes, size_t * off, size_t * len)
     len[1] = edge;
     off[2] = edge;
     len[2] = bytes - 2 * edge;
-    return 3;
+    return MPII_TNBC_PAIR_PIECES;
 }
 
-/* Edges (and pieces too small to split) in ring order first, then the bodies in ring order. */
-static int piece_prio(int k, int npieces, int step, int size)
+/* Sub-message of piece k of a pair whose head is sub-message head: an empty receive fills
+ * nothing; an empty send names the head, which is there as long as the pair is sent. */
+static int piece_recv_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len)
 {
-    return (npieces == 3 && k == 2) ? size + step : step;
+    return len ? MPII_Tnbc_sched_recv_sub(s, off, len) : -1;
+}
+
+static int piece_send_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len, int head)
+{
+    return len ? MPII_Tnbc_sched_send_sub(s, off, len) : head;
+}
+
+/* Heads and tails in ring order first, then the bodies in ring order. */
+static int piece_prio(int k, int step, int size)
+{
+    return k == 2 ? size + step : step;
 }
 
 int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
@@ -179,7 +198,7 @@ int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
         return MPIR_TNBC_SCHED_ERR_ARG;
     if (sbytes[rank] != rbytes[rank])
         return MPIR_TNBC_SCHED_ERR_ARG;
-    rc = MPII_Tnbc_sched_reserve(s, 3 * size, 3 * size);
+    rc = MPII_Tnbc_sched_reserve(s, MPII_TNBC_PAIR_PIECES * size, MPII_TNBC_PAIR_PIECES * size);
     if (rc)
         return rc;
 
@@ -194,25 +213,27 @@ int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
     for (int step = 1; step < size; step++) {
         int to = (rank + step) % size;
         int from = (rank - step + size) % size;
-        size_t off[3], len[3];
+        size_t off[MPII_TNBC_PAIR_PIECES], len[MPII_TNBC_PAIR_PIECES];
         int npieces = split_edges(rbytes[from], off, len);
         for (int k = 0; k < npieces; k++) {
             int order = recv_pos ? recv_pos[from] : step;
             MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_RECV, from, MPIR_TNBC_SPACE_RECV,
                                                   roff[from] + off[k], len[k],
-                                                  piece_prio(k, npieces, order, size));
-            e.sub = MPII_Tnbc_sched_recv_sub(s, e.off, len[k]);
+                                                  piece_prio(k, order, size));
+            e.sub = piece_recv_sub(s, e.off, len[k]);
             if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return rc;
         }
         npieces = split_edges(sbytes[to], off, len);
+        int head = -1;
         for (int k = 0; k < npieces; k++) {
             MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, to, MPIR_TNBC_SPACE_SEND,
                                                   soff[to] + off[k], len[k],
-                                                  piece_prio(k, npieces,
-                                                             send_pos ? send_pos[to] : step,
+                                                  piece_prio(k, send_pos ? send_pos[to] : step,
                                                              size));
-            e.sub = MPII_Tnbc_sched_send_sub(s, e.off, len[k]);
+            e.sub = piece_send_sub(s, e.off, len[k], head);
+            if (k == 0)
+                head = e.sub;
             if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return rc;
         }
@@ -231,32 +252,36 @@ int MPIR_Tnbc_sched_neighbor(MPIR_Tnbc_sched_t * s, int nsend, const int *dests,
 {
     int rc;
 
-    rc = MPII_Tnbc_sched_reserve(s, 3 * nrecv, 3 * nsend);
+    rc = MPII_Tnbc_sched_reserve(s, MPII_TNBC_PAIR_PIECES * nrecv,
+                                 MPII_TNBC_PAIR_PIECES * nsend);
     if (rc)
         return rc;
     /* Edges before bodies; sends in list order, receives in list order or reversed (see the
      * header). */
     for (int j = 0; j < nrecv; j++) {
         int k = recv_reversed ? nrecv - 1 - j : j;
-        size_t off[3], len[3];
+        size_t off[MPII_TNBC_PAIR_PIECES], len[MPII_TNBC_PAIR_PIECES];
         int npieces = srcs[k] < 0 ? 0 : split_edges(rbytes[k], off, len);
         for (int j = 0; j < npieces; j++) {
             MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_RECV, srcs[k], MPIR_TNBC_SPACE_RECV,
                                                   roff[k] + off[j], len[j],
-                                                  piece_prio(j, npieces, 0, 1));
-            e.sub = MPII_Tnbc_sched_recv_sub(s, e.off, len[j]);
+                                                  piece_prio(j, 0, 1));
+            e.sub = piece_recv_sub(s, e.off, len[j]);
             if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return rc;
         }
     }
     for (int k = 0; k < nsend; k++) {
-        size_t off[3], len[3];
+        size_t off[MPII_TNBC_PAIR_PIECES], len[MPII_TNBC_PAIR_PIECES];
         int npieces = dests[k] < 0 ? 0 : split_edges(sbytes[k], off, len);
+        int head = -1;
         for (int j = 0; j < npieces; j++) {
             MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, dests[k], MPIR_TNBC_SPACE_SEND,
                                                   soff[k] + off[j], len[j],
-                                                  piece_prio(j, npieces, 0, 1));
-            e.sub = MPII_Tnbc_sched_send_sub(s, e.off, len[j]);
+                                                  piece_prio(j, 0, 1));
+            e.sub = piece_send_sub(s, e.off, len[j], head);
+            if (j == 0)
+                head = e.sub;
             if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return rc;
         }

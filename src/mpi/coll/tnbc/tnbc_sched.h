@@ -42,7 +42,9 @@
  * cannot be guarded, so the sub-messages on them must arrive before the call returns. Every
  * piece of more than two edges therefore travels as head (first EDGE bytes), tail (last EDGE
  * bytes) and body, heads and tails first: a process returns as soon as its edges are in. The
- * split depends only on sizes both sides know, so the messages match. */
+ * split depends only on sizes both sides know, so the messages match; the pairwise builders send
+ * a smaller pair as three messages too (two of them empty), so that they still match one to one
+ * when an erroneous program's sizes disagree. */
 #define MPIR_TNBC_SCHED_EDGE 4096
 
 typedef enum {
