@@ -3,7 +3,7 @@
 # Copyright (C) by the mpich-tnbc authors
 #     See COPYRIGHT in top-level directory
 #
-"""The tables of maint/bench-overlap (latest.md) from one raw results file, and the
+"""The tables of maint/bench-overlap (overlap.md) from one raw results file, and the
 sub-message traces it holds split into one file per trace for the figure.
 
     bench_overlap_report.py RAW MD --results REL   write the tables to MD (REL: RAW's path
@@ -15,6 +15,7 @@ reported again. Standard library only.
 """
 
 import argparse
+import gzip
 import os
 import re
 import sys
@@ -78,7 +79,7 @@ class Raw:
         self.val = defaultdict(dict)    # (coll, cfg, scen) -> {key: value}
         coll = cfg = None
         in_trace = False
-        with open(path, errors="replace") as f:
+        with open_raw(path) as f:
             lines = f.read().splitlines()
         if lines and lines[0].startswith("# mpich-tnbc overlap benchmark, "):
             self.header["stamp"] = lines[0][len("# mpich-tnbc overlap benchmark, "):]
@@ -147,7 +148,7 @@ def tables(raw, results, cores):
     def row(cells):
         out.append("| " + " | ".join(cells) + " |")
 
-    out.append("# T-NBC overlap benchmark: latest results\n")
+    out.append("# T-NBC overlap benchmark\n")
     if not cluster:
         out.append("**" + where + "**: these numbers are not network figures; run")
         out.append("`maint/bench-overlap` as root for the emulated cluster.\n")
@@ -237,10 +238,17 @@ the link rate, framed: no Tcomm can be shorter.
     return "\n".join(out) + "\n"
 
 
+def open_raw(path):
+    """A raw results file, gzipped (as kept) or not (just written)."""
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", errors="replace")
+    return open(path, errors="replace")
+
+
 def split_traces(path, outdir):
     """Each '=== trace NAME' section of the raw file into OUTDIR/NAME.txt."""
     out = None
-    with open(path, errors="replace") as f:
+    with open_raw(path) as f:
         for line in f:
             if line.startswith("=== trace "):
                 if out:
