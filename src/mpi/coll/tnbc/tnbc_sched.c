@@ -150,16 +150,17 @@ static int split_edges(size_t bytes, size_t * off, size_t * len)
     return MPII_TNBC_PAIR_PIECES;
 }
 
-/* Sub-message of piece k of a pair whose head is sub-message head: an empty receive fills
- * nothing; an empty send names the head, which is there as long as the pair is sent. */
+/* Sub-message of a piece: an empty receive fills nothing; an empty send names its pair's head,
+ * which is there as long as the pair is sent (only a pair of at most two edges has empty pieces,
+ * and its head is the send sub-message made just before them). */
 static int piece_recv_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len)
 {
     return len ? MPII_Tnbc_sched_recv_sub(s, off, len) : -1;
 }
 
-static int piece_send_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len, int head)
+static int piece_send_sub(MPIR_Tnbc_sched_t * s, size_t off, size_t len)
 {
-    return len ? MPII_Tnbc_sched_send_sub(s, off, len) : head;
+    return len ? MPII_Tnbc_sched_send_sub(s, off, len) : s->nsend_sub - 1;
 }
 
 /* Heads and tails in ring order first, then the bodies in ring order. */
@@ -225,15 +226,12 @@ int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
                 return rc;
         }
         npieces = split_edges(sbytes[to], off, len);
-        int head = -1;
         for (int k = 0; k < npieces; k++) {
             MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, to, MPIR_TNBC_SPACE_SEND,
                                                   soff[to] + off[k], len[k],
                                                   piece_prio(k, send_pos ? send_pos[to] : step,
                                                              size));
-            e.sub = piece_send_sub(s, e.off, len[k], head);
-            if (k == 0)
-                head = e.sub;
+            e.sub = piece_send_sub(s, e.off, len[k]);
             if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return rc;
         }
@@ -274,14 +272,11 @@ int MPIR_Tnbc_sched_neighbor(MPIR_Tnbc_sched_t * s, int nsend, const int *dests,
     for (int k = 0; k < nsend; k++) {
         size_t off[MPII_TNBC_PAIR_PIECES], len[MPII_TNBC_PAIR_PIECES];
         int npieces = dests[k] < 0 ? 0 : split_edges(sbytes[k], off, len);
-        int head = -1;
         for (int j = 0; j < npieces; j++) {
             MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, dests[k], MPIR_TNBC_SPACE_SEND,
                                                   soff[k] + off[j], len[j],
                                                   piece_prio(j, 0, 1));
-            e.sub = piece_send_sub(s, e.off, len[j], head);
-            if (j == 0)
-                head = e.sub;
+            e.sub = piece_send_sub(s, e.off, len[j]);
             if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
                 return rc;
         }
