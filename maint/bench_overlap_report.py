@@ -21,6 +21,9 @@ import re
 import sys
 from collections import defaultdict
 
+sys.dont_write_bytecode = True     # no __pycache__ in the source tree
+import netcluster_scale  # noqa: E402  (beside this file)
+
 NAMES = {
     "stock": "stock (Debian)",
     "off": "T-NBC off",
@@ -119,6 +122,7 @@ class Raw:
         for word in self.header.get("params", "").split():
             key, _, value = word.partition("=")
             self.params[key] = value
+        self.scale = netcluster_scale.parse("\n".join(lines))    # the first run's; None before
 
     def v(self, c, g, s, key):
         values = self.val.get((c, g, s))
@@ -142,12 +146,9 @@ def tables(raw, results, cores):
     scens = list(p.get("scen", ""))
     commit = raw.header.get("git commit", "").split(" ")[0]
     elapsed = re.match(r"([0-9]*)s", raw.header.get("elapsed", ""))
-    link_bps = rate_bps(p.get("rate", ""))
     # On a scaled testbed the links run at the modeled rate / D and every time in the tables
     # is measured: the wire floor must be too.
-    shaped = re.search(r"shaped=([0-9.]+[a-z]*)", where)
-    if shaped:
-        link_bps = rate_bps(shaped.group(1))
+    link_bps = rate_bps(raw.scale["shaped"] if raw.scale else p.get("rate", ""))
     name = {g: config_name(g) for g in configs}
 
     def row(cells):
