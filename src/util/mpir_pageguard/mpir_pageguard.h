@@ -128,6 +128,8 @@ int MPIR_Pageguard_finalize(void);
 int MPIR_Pageguard_is_on(void);
 const char *MPIR_Pageguard_strerror(int rc);
 void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats);
+/* stall_ns alone, without the lock */
+uint64_t MPIR_Pageguard_stall_ns(void);
 
 /* Check that our SIGSEGV handler is still the installed one; acts on config.on_replaced.
  * Returns 1 when guards may be used. Called by MPIR_Pageguard_register too. */

@@ -242,3 +242,8 @@ void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats)
         stats->release_hist[b] = atomic_load(&MPII_pageguard.release_hist[b]);
     stats->release_max_ns = atomic_load(&MPII_pageguard.release_max_ns);
 }
+
+uint64_t MPIR_Pageguard_stall_ns(void)
+{
+    return atomic_load(&MPII_pageguard.stall_ns);
+}

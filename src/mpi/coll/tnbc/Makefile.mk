@@ -14,6 +14,7 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_callback.c \
     src/mpi/coll/tnbc/tnbc_engine.c \
     src/mpi/coll/tnbc/tnbc_entry.c \
+    src/mpi/coll/tnbc/tnbc_gain.c \
     src/mpi/coll/tnbc/tnbc_gather.c \
     src/mpi/coll/tnbc/tnbc_init.c \
     src/mpi/coll/tnbc/tnbc_late_error.c \
@@ -37,6 +38,7 @@ mpi_core_sources += \
 noinst_HEADERS += \
     src/include/mpir_tnbc.h \
     src/mpi/coll/include/tnbc.h \
+    src/mpi/coll/tnbc/tnbc_gain.h \
     src/mpi/coll/tnbc/tnbc_impl.h \
     src/mpi/coll/tnbc/tnbc_policy.h \
     src/mpi/coll/tnbc/tnbc_priority.h \

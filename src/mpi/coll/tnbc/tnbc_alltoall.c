@@ -186,6 +186,7 @@ static const int *access_order(MPII_Tnbc_start_t * args, const MPII_Tnbc_nbrs_t 
                                              MPIR_CVAR_TNBC_NODE_ARBITRATION);
     args->trace = *site && (MPII_Tnbc_access_tracing() || args->sample);
     args->site = args->trace ? NULL : *site;
+    args->gain = *site ? &(*site)->gain : NULL;
     args->access_pos = MPII_Tnbc_access_order(*site);
     return MPIR_CVAR_TNBC_RECV_ORDER ? args->access_pos : NULL;
 }

@@ -148,6 +148,7 @@ static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int
     args->site = site;  /* a trace run or a sample waits in the call: no faults to learn from,
                          * but the children's reports still count */
     args->on_done = learn_child_orders;
+    args->gain = site ? &site->gain : NULL;
     order->recv_pos = MPII_Tnbc_access_order(site);
     order->child_pos = child_pos;
     order->ranks = tree_ranks;

@@ -36,6 +36,21 @@
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
 
 cvars:
+    - name        : MPIR_CVAR_TNBC_RETURN
+      category    : TNBC
+      type        : enum
+      default     : adaptive
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : |-
+        Whether a collective that can return early does.
+        adaptive - per call site, whichever cost the application less there: returning early
+                   (time in the call and blocked on the data afterwards) or waiting in the call
+                   for the same messages; the other way is tried again now and then
+        early    - always return early
+        wait     - always wait in the call (T-NBC's messages, no page guards)
+
     - name        : MPIR_CVAR_TNBC_POLL_MAX_US
       category    : TNBC
       type        : int
@@ -624,6 +639,28 @@ static int op_sync_cond(const void *op)
 
 /* ---- launch ---- */
 
+/* Whether a call that could return early does (tnbc_gain.h). A collective whose builder knows
+ * no call site gets one of its shape here. */
+static void choose_return(MPII_Tnbc_start_t * args)
+{
+    if (args->trace || args->recv_packed || args->small || args->no_helper) {
+        args->gain = NULL;
+        return;
+    }
+    if (MPIR_CVAR_TNBC_RETURN != MPIR_CVAR_TNBC_RETURN_adaptive) {
+        args->wait = (MPIR_CVAR_TNBC_RETURN == MPIR_CVAR_TNBC_RETURN_wait);
+        args->gain = NULL;
+        return;
+    }
+    if (!args->gain) {
+        MPIR_Tnbc_site_t *site = MPII_Tnbc_access_site(args->coll, args->comm->local_size,
+                                                       args->sched.nrecv_sub,
+                                                       args->sched.recv_bytes);
+        args->gain = site ? &site->gain : NULL;
+    }
+    args->wait = args->gain && MPIR_Tnbc_gain_choose(args->gain);
+}
+
 int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -635,7 +672,8 @@ int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     MPIR_ERR_CHECK(mpi_errno);
     start_helper();
     args->no_helper = !engine.have_thread;
-    MPII_Tnbc_engine_reap();
+    MPII_Tnbc_engine_reap();     /* operations freed here report what they cost */
+    choose_return(args);
     mpi_errno = MPII_Tnbc_op_start(args, &op);
     if (mpi_errno && op) {
         /* let whatever was posted finish before the buffers go away */
@@ -647,6 +685,7 @@ int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     int early = (info.outcome == MPIR_TNBC_EARLY);
     mpi_errno = MPII_Tnbc_progress_until(early ? op_sync_cond : op_done_cond, op);
     MPIR_ERR_CHECK(mpi_errno);
+    MPII_Tnbc_op_returned(op);
     MPII_Tnbc_stats_outcome(info.coll, info.outcome, info.nsub, info.bytes,
                             MPII_Tnbc_now_ns() - t0);
     if (early && !MPII_Tnbc_op_is_done(op)) {
@@ -659,7 +698,7 @@ int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
             mpi_errno = info.error;
             goto fn_fail;
         }
-        if (early) {
+        if (!args->recv_packed && !args->trace) {
             MPII_Tnbc_op_free(op);
             op = NULL;
         }

@@ -72,6 +72,9 @@ typedef struct {
     const int *access_pos;      /* pairwise layout: position of source rank p's block in the
                                  * access order, here and (we assume) at every receiver, for
                                  * node arbitration (tnbc_node.c); NULL: unknown */
+    MPIR_Tnbc_gain_t *gain;     /* the call site's record of what returning early cost, or
+                                 * NULL (launch finds the site) */
+    int wait;                   /* wait in the call: returning early does not pay here */
 } MPII_Tnbc_start_t;
 
 typedef struct MPII_Tnbc_op MPII_Tnbc_op_t;
@@ -81,6 +84,8 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress);
 int MPII_Tnbc_op_is_done(const MPII_Tnbc_op_t * op);
 int MPII_Tnbc_op_sync_done(const MPII_Tnbc_op_t * op);
 int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op);
+/* The call that started op returns now (what it cost the caller is measured from here). */
+void MPII_Tnbc_op_returned(MPII_Tnbc_op_t * op);
 
 /* What the engine and the statistics know of an operation. */
 typedef struct {
@@ -243,7 +248,8 @@ static inline int MPII_Tnbc_node_may_send(const MPII_Tnbc_turn_t * turn, size_t 
 /* ---- engine (tnbc_engine.c): operations in flight, the helper thread, launch ---- */
 
 /* Start an operation and return early when it may; otherwise wait for it here. On return,
- * *op is NULL when the engine owns the operation, else the caller unpacks and frees it. */
+ * *op is NULL, or (recv_packed or trace) the finished operation, which the caller unpacks or
+ * traces and frees. */
 int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op);
 /* Drive progress from the calling thread (which holds the global lock) until cond(arg). */
 int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg);
@@ -298,6 +304,9 @@ void MPII_Tnbc_stats_outcome(MPIR_Tnbc_coll_t coll, MPIR_Tnbc_outcome_t outcome,
                              int nsub, size_t bytes, uint64_t in_call_ns);
 void MPII_Tnbc_stats_op_done(uint64_t lifetime_ns, int error);
 void MPII_Tnbc_stats_settle(uint64_t wait_ns);  /* an MPI call waited for T-NBC data */
+/* Time application threads have been blocked on T-NBC data after calls returned early (page
+ * faults and settling MPI calls), since MPI_Init; read under the global lock. */
+uint64_t MPII_Tnbc_stats_blocked_ns(void);
 /* The helper's CPU time by what its rounds did (tnbc_engine.c) */
 typedef enum {
     MPII_TNBC_HELPER_CPU_IDLE,  /* completed nothing while the application ran */

@@ -73,7 +73,9 @@ struct MPII_Tnbc_op {
     MPI_Op reduce_op;
 
     int error;                  /* an MPI error code seen after the call returned */
-    uint64_t t_start_ns;
+    uint64_t t_start_ns, t_return_ns;
+    uint64_t blocked_at_start;  /* MPII_Tnbc_stats_blocked_ns() when we started */
+    MPIR_Tnbc_gain_t *gain;     /* told what this call cost the application, when freed */
     MPIR_Tnbc_site_t *site;     /* learns from our faults when we are freed */
     MPII_Tnbc_on_done_t on_done;        /* and from our work space, if we completed */
 
@@ -310,6 +312,10 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
         op->outcome = MPIR_TNBC_SYNC_SMALL;
     else if (args->no_helper)
         op->outcome = MPIR_TNBC_SYNC_NO_HELPER;
+    else if (args->wait)
+        op->outcome = MPIR_TNBC_SYNC_NO_GAIN;
+    op->gain = args->gain;
+    op->blocked_at_start = MPII_Tnbc_stats_blocked_ns();
 
     mpi_errno = draw_tags(op);
     MPIR_ERR_CHECK(mpi_errno);
@@ -539,8 +545,28 @@ static void learn_from_faults(MPII_Tnbc_op_t * op)
     MPL_free(touch);
 }
 
+void MPII_Tnbc_op_returned(MPII_Tnbc_op_t * op)
+{
+    op->t_return_ns = MPII_Tnbc_now_ns();
+}
+
+/* What the call cost the application: an early one, its time in the call and what it was
+ * blocked on the data afterwards (faults, settling calls; any operation's, until this one is
+ * freed at the next collective's start); one that chose to wait, its time in the call. */
+static void note_gain(const MPII_Tnbc_op_t * op)
+{
+    if (!op->gain || op->error || !op->t_return_ns || !MPII_Tnbc_op_is_done(op))
+        return;
+    if (op->outcome == MPIR_TNBC_EARLY)
+        MPIR_Tnbc_gain_note_early(op->gain, op->t_return_ns - op->t_start_ns +
+                                  MPII_Tnbc_stats_blocked_ns() - op->blocked_at_start);
+    else if (op->outcome == MPIR_TNBC_SYNC_NO_GAIN)
+        MPIR_Tnbc_gain_note_wait(op->gain, op->t_return_ns - op->t_start_ns);
+}
+
 int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
 {
+    note_gain(op);
     MPII_Tnbc_node_leave(&op->turn);
     MPL_free(op->remote);
     if (op->recv_region && op->site)

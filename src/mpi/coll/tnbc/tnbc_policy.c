@@ -59,6 +59,7 @@ static const char *const outcome_names[MPIR_TNBC_OUTCOME_COUNT] = {
     [MPIR_TNBC_SYNC_PROT] = "waited in call: receive buffer not private read-write memory",
     [MPIR_TNBC_SYNC_WINDOW] = "waited in call: receive buffer in an RMA window",
     [MPIR_TNBC_SYNC_SAMPLE] = "waited in call: recording the access order",
+    [MPIR_TNBC_SYNC_NO_GAIN] = "waited in call: returning early did not pay at this site",
 };
 
 const char *MPIR_Tnbc_outcome_name(MPIR_Tnbc_outcome_t outcome)

@@ -74,6 +74,7 @@ typedef enum {
     MPIR_TNBC_SYNC_PROT,                /* the receive buffer is not private read-write memory */
     MPIR_TNBC_SYNC_WINDOW,              /* the receive buffer is in an RMA window */
     MPIR_TNBC_SYNC_SAMPLE,              /* recording every first touch (online learning) */
+    MPIR_TNBC_SYNC_NO_GAIN,             /* returning early did not pay at this call site */
     MPIR_TNBC_OUTCOME_COUNT
 } MPIR_Tnbc_outcome_t;
 

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tnbc_gain.h"
+
 #define MPIR_TNBC_ANY_CALLER UINT64_MAX
 
 typedef struct {
@@ -53,6 +55,7 @@ typedef struct {
     int npeers;
     int *peer_rank;
     int **peer_pos;
+    MPIR_Tnbc_gain_t gain;      /* return early here, or wait in the call (tnbc_gain.h) */
 } MPIR_Tnbc_site_t;
 
 /* A process keeps at most this many sites, each of at most this many blocks, and this many

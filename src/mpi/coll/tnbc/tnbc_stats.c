@@ -100,6 +100,11 @@ void MPII_Tnbc_stats_op_done(uint64_t lifetime_ns, int error)
     st.late_errors += (error != 0);
 }
 
+uint64_t MPII_Tnbc_stats_blocked_ns(void)
+{
+    return st.settle_ns + MPIR_Pageguard_stall_ns();
+}
+
 void MPII_Tnbc_stats_settle(uint64_t wait_ns)
 {
     st.settles++;
