@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <linux/futex.h>
 #include <string.h>
@@ -34,12 +35,24 @@ static __thread uintptr_t chaining_frame __attribute__ ((tls_model("initial-exec
 /* An access error that matches no guarded page may still be ours: the page can have been
  * released, or its region removed, between the fault and this handler. Such a fault does not
  * repeat, so a fault is passed on only when it repeats at the same address with no release or
- * removal in between (MPII_pageguard.changes). initial-exec: no allocation on access. */
+ * removal in between (MPII_pageguard.changes), or too often. initial-exec: no allocation on
+ * access. */
 static __thread uintptr_t unmatched_addr __attribute__ ((tls_model("initial-exec")));
 static __thread unsigned long unmatched_changes __attribute__ ((tls_model("initial-exec")));
 static __thread int unmatched_retries __attribute__ ((tls_model("initial-exec")));
-/* ... and at most this often, however busy the progress side */
+static __thread int unmatched_stale __attribute__ ((tls_model("initial-exec")));
+static __thread uint64_t unmatched_ns __attribute__ ((tls_model("initial-exec")));
+/* ... at most this often, however busy the progress side */
 #define MPII_PAGEGUARD_MAX_RETRIES 8
+/* A run instruction faults again within microseconds. The handler never sees an access
+ * succeed, so a fault at the same address this much later is a new access (the next
+ * iteration's read of the same page), not a repeat: otherwise such faults, each harmless,
+ * would add up over thousands of collectives until one was passed on. */
+#define MPII_PAGEGUARD_REPEAT_NS (10 * 1000 * 1000)
+/* A page we released can fault again, several times, after our mprotect has returned (seen on
+ * Linux 6.18 while the helper opens a run of pages the reader waits at); its mapping is then
+ * open. Such faults are run again, yielding, at most this many times per access. */
+#define MPII_PAGEGUARD_MAX_STALE 100000
 
 static void handler(int sig, siginfo_t * info, void *uctx);
 
@@ -350,6 +363,48 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
         record_release_latency(t0, t1);
 }
 
+/* Is the page at addr mapped open (private, readable and writable) now? */
+static int page_is_open(uintptr_t addr)
+{
+    size_t ps = MPII_pageguard.pagesize;
+    uintptr_t page = addr - addr % ps;
+    int prot;
+    return MPII_Pageguard_open_prot(page, page + ps, MPIR_PAGEGUARD_RECV, &prot) ==
+        MPII_PAGEGUARD_PROT_OK;
+}
+
+/* A fault at addr on no guarded page (released: on a page a region has released): run the
+ * access again, or pass the fault on (0)? A released page may have been opened while this
+ * fault was on its way. A fault that repeats there with nothing released meanwhile comes from
+ * someone else's protection (the application's mprotect, say) and is theirs, like one on no
+ * region -- unless the page we released is open, when the fault is stale. */
+static int run_again(uintptr_t addr, int released)
+{
+    unsigned long changes = atomic_load(&MPII_pageguard.changes);
+    uint64_t now = MPII_Pageguard_now_ns();
+    if (unmatched_addr != addr || now - unmatched_ns > MPII_PAGEGUARD_REPEAT_NS) {
+        unmatched_addr = 0;     /* a new access */
+        unmatched_retries = 0;
+        unmatched_stale = 0;
+    }
+    unmatched_ns = now;
+    if ((released || atomic_load(&MPII_pageguard.on)) &&
+        (unmatched_addr != addr ||
+         (unmatched_changes != changes && unmatched_retries < MPII_PAGEGUARD_MAX_RETRIES))) {
+        unmatched_addr = addr;
+        unmatched_changes = changes;
+        unmatched_retries++;
+        return 1;
+    }
+    if (released && unmatched_stale < MPII_PAGEGUARD_MAX_STALE && page_is_open(addr)) {
+        unmatched_stale++;
+        sched_yield();
+        return 1;
+    }
+    unmatched_addr = 0;
+    return 0;
+}
+
 static void handler(int sig, siginfo_t * info, void *uctx)
 {
     int saved_errno = errno;
@@ -382,23 +437,10 @@ static void handler(int sig, siginfo_t * info, void *uctx)
             }
             MPII_Pageguard_slot_leave(slot);
         }
-        /* A released page may have been opened while this fault was on its way: run the
-         * access again. A fault that repeats there with nothing released meanwhile comes from
-         * someone else's protection (the application's mprotect, say) and is theirs, like one
-         * on no region. */
-        unsigned long changes = atomic_load(&MPII_pageguard.changes);
-        if (unmatched_addr != addr)
-            unmatched_retries = 0;
-        if ((released || atomic_load(&MPII_pageguard.on)) &&
-            (unmatched_addr != addr ||
-             (unmatched_changes != changes && unmatched_retries < MPII_PAGEGUARD_MAX_RETRIES))) {
-            unmatched_addr = addr;      /* run the instruction once more */
-            unmatched_changes = changes;
-            unmatched_retries++;
+        if (run_again(addr, released)) {
             errno = saved_errno;
             return;
         }
-        unmatched_addr = 0;
     }
     chain(sig, info, uctx);
     errno = saved_errno;
