@@ -17,6 +17,22 @@ static uint64_t smooth(uint64_t old, unsigned long n, int in_use, uint64_t x)
     return (n == 0 || !in_use) ? x : old / 2 + x / 2;
 }
 
+/* Calls between tries of the way not in use: as many as keep the tries' extra cost within
+ * MPIR_TNBC_GAIN_TRY_BUDGET of the site's time. A way that loses by little is tried often (a
+ * site whose application changes phase turns within a few calls); one that costs several times
+ * more, rarely. */
+static unsigned long try_gap(const MPIR_Tnbc_gain_t * g)
+{
+    uint64_t in_use = g->waiting ? g->wait_ns : g->early_ns;
+    uint64_t other = g->waiting ? g->early_ns : g->wait_ns;
+    if (in_use == 0)
+        in_use = 1;
+    double extra = other > in_use ? (double) (other - in_use) / (double) in_use : 0;
+    double gap = extra / MPIR_TNBC_GAIN_TRY_BUDGET;
+    return gap < MPIR_TNBC_GAIN_GAP_MIN ? MPIR_TNBC_GAIN_GAP_MIN :
+        gap > MPIR_TNBC_GAIN_GAP_MAX ? MPIR_TNBC_GAIN_GAP_MAX : (unsigned long) gap;
+}
+
 /* After a try of the way not in use: keep or change the way (the one in use must lose by 5%,
  * so that noise does not flip it), and plan the next try. */
 static void decide(MPIR_Tnbc_gain_t * g)
@@ -28,22 +44,15 @@ static void decide(MPIR_Tnbc_gain_t * g)
     if (wait != g->waiting) {
         g->waiting = wait;
         g->switches++;
-        g->gap = MPIR_TNBC_GAIN_GAP_FIRST;
-    } else if (g->gap == 0) {
-        g->gap = MPIR_TNBC_GAIN_GAP_FIRST;
-    } else if (g->gap < MPIR_TNBC_GAIN_GAP_MAX) {
-        g->gap = 4 * g->gap < MPIR_TNBC_GAIN_GAP_MAX ? 4 * g->gap : MPIR_TNBC_GAIN_GAP_MAX;
     }
-    g->retry_at = g->calls + g->gap;
+    g->retry_at = g->calls + try_gap(g);
 }
 
 /* A try of the other way; the next is planned already, in case this one is never noted
  * (an operation that fails, a guard that is refused). */
 static int try_other(MPIR_Tnbc_gain_t * g, int wait)
 {
-    if (g->gap == 0)
-        g->gap = MPIR_TNBC_GAIN_GAP_FIRST;
-    g->retry_at = g->calls + g->gap;
+    g->retry_at = g->calls + try_gap(g);
     return wait;
 }
 

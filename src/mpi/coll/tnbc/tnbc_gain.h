@@ -13,8 +13,8 @@
  *            settle it);
  *     wait:  time in the call.
  * A site's first call returns early, its second waits, and from then on the cheaper way is
- * kept; the other way is tried again after a gap that grows while it keeps losing. Waiting is
- * local: the messages are the same, so processes need not agree.
+ * kept; the other way is tried again now and then, the more rarely the more a try costs.
+ * Waiting is local: the messages are the same, so processes need not agree.
  *
  * Pure C: no MPICH includes, unit-tested with Check. */
 
@@ -23,10 +23,11 @@
 
 #include <stdint.h>
 
-/* Calls between tries of the way not in use: the first gap, then four times longer while
- * the try confirms the choice, at most the last. */
-#define MPIR_TNBC_GAIN_GAP_FIRST 32
-#define MPIR_TNBC_GAIN_GAP_MAX   2048
+/* Calls between tries of the way not in use: enough that the tries cost at most this share
+ * of the site's time, at least and at most these many. */
+#define MPIR_TNBC_GAIN_TRY_BUDGET 0.01
+#define MPIR_TNBC_GAIN_GAP_MIN    4
+#define MPIR_TNBC_GAIN_GAP_MAX    4096
 
 typedef struct {
     uint64_t early_ns;          /* smoothed cost of an early call, as the application saw it */
@@ -35,7 +36,6 @@ typedef struct {
     int waiting;                /* the choice: wait in the call */
     unsigned long calls;        /* choices made */
     unsigned long retry_at;     /* call at which the way not in use is tried (0: not planned) */
-    unsigned long gap;
     unsigned long switches;
 } MPIR_Tnbc_gain_t;
 

@@ -248,7 +248,9 @@ static size_t skew_count(int s, int d)
     return b ? b : 1;
 }
 
-static void coll_start(MPI_Request *req)
+/* Inlined: the Tcomm phase and the scenarios call the collective from their own places, as an
+ * application's phases do (T-NBC learns per call site whether returning early pays there). */
+static inline __attribute__ ((always_inline)) void coll_start(MPI_Request *req)
 {
     if (coll == C_ALLTOALL) {
         if (nbc)
