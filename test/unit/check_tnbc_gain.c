@@ -9,7 +9,6 @@
 
 #include <check.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define MS 1000000ull
 
@@ -30,8 +29,7 @@ static int run(MPIR_Tnbc_gain_t * g, int calls, uint64_t early_ns, uint64_t wait
 
 START_TEST(first_call_returns_early)
 {
-    MPIR_Tnbc_gain_t g;
-    memset(&g, 0, sizeof(g));
+    MPIR_Tnbc_gain_t g = { 0 };
     ck_assert_int_eq(MPIR_Tnbc_gain_choose(&g), 0);
     /* no measurement yet (the operation is still in flight): still early */
     ck_assert_int_eq(MPIR_Tnbc_gain_choose(&g), 0);
@@ -40,8 +38,7 @@ END_TEST
 
 START_TEST(hiding_site_waits_only_to_compare)
 {
-    MPIR_Tnbc_gain_t g;
-    memset(&g, 0, sizeof(g));
+    MPIR_Tnbc_gain_t g = { 0 };
     /* early costs 1 ms of a 10 ms transfer: a try of waiting costs 9 ms more, so one in 900
      * calls keeps the tries within 1% */
     int early = run(&g, 10000, 1 * MS, 10 * MS);
@@ -53,8 +50,7 @@ END_TEST
 
 START_TEST(reading_at_once_waits)
 {
-    MPIR_Tnbc_gain_t g;
-    memset(&g, 0, sizeof(g));
+    MPIR_Tnbc_gain_t g = { 0 };
     /* the application blocks for the whole transfer, and waiting is 4x cheaper */
     int early = run(&g, 1000, 8 * MS, 2 * MS);
     ck_assert_int_eq(g.waiting, 1);
@@ -67,8 +63,7 @@ END_TEST
 
 START_TEST(partial_overlap_that_pays_stays_early)
 {
-    MPIR_Tnbc_gain_t g;
-    memset(&g, 0, sizeof(g));
+    MPIR_Tnbc_gain_t g = { 0 };
     /* blocked 6 ms of a 10 ms transfer, which waiting would pay in full */
     int early = run(&g, 1000, 6 * MS, 10 * MS);
     ck_assert_int_eq(g.waiting, 0);
@@ -79,8 +74,7 @@ END_TEST
 
 START_TEST(small_difference_does_not_flip)
 {
-    MPIR_Tnbc_gain_t g;
-    memset(&g, 0, sizeof(g));
+    MPIR_Tnbc_gain_t g = { 0 };
     /* waiting 2% cheaper: inside the 5% margin */
     run(&g, 1000, 100 * MS, 98 * MS);
     ck_assert_int_eq(g.waiting, 0);
@@ -90,8 +84,7 @@ END_TEST
 
 START_TEST(waiting_site_returns_to_early_when_work_appears)
 {
-    MPIR_Tnbc_gain_t g;
-    memset(&g, 0, sizeof(g));
+    MPIR_Tnbc_gain_t g = { 0 };
     run(&g, 100, 8 * MS, 2 * MS);
     ck_assert_int_eq(g.waiting, 1);
     /* the application now works while the data moves: the next try finds early cheap */
@@ -103,8 +96,7 @@ END_TEST
 
 START_TEST(lost_try_is_planned_again)
 {
-    MPIR_Tnbc_gain_t g;
-    memset(&g, 0, sizeof(g));
+    MPIR_Tnbc_gain_t g = { 0 };
     run(&g, 10, 8 * MS, 2 * MS);
     ck_assert_int_eq(g.waiting, 1);
     /* tries of early whose operations never report (they failed) */
@@ -118,8 +110,7 @@ END_TEST
 
 START_TEST(close_ways_are_tried_often)
 {
-    MPIR_Tnbc_gain_t g;
-    memset(&g, 0, sizeof(g));
+    MPIR_Tnbc_gain_t g = { 0 };
     /* waiting 10% cheaper (an application that reads at once on a real network) */
     run(&g, 20, 110 * MS, 100 * MS);
     ck_assert_int_eq(g.waiting, 1);
@@ -132,8 +123,7 @@ END_TEST
 
 START_TEST(late_notes_are_taken)
 {
-    MPIR_Tnbc_gain_t g;
-    memset(&g, 0, sizeof(g));
+    MPIR_Tnbc_gain_t g = { 0 };
     /* three early calls before the first reports */
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(MPIR_Tnbc_gain_choose(&g), 0);
