@@ -381,28 +381,31 @@ static int page_is_open(uintptr_t addr)
 static int run_again(uintptr_t addr, int released)
 {
     unsigned long changes = atomic_load(&MPII_pageguard.changes);
-    uint64_t now = MPII_Pageguard_now_ns();
-    if (unmatched_addr != addr || now - unmatched_ns > MPII_PAGEGUARD_REPEAT_NS) {
+    if (unmatched_addr != addr ||
+        MPII_Pageguard_now_ns() - unmatched_ns > MPII_PAGEGUARD_REPEAT_NS) {
         unmatched_addr = 0;     /* a new access */
         unmatched_retries = 0;
         unmatched_stale = 0;
     }
-    unmatched_ns = now;
+    int again = 0;
     if ((released || atomic_load(&MPII_pageguard.on)) &&
         (unmatched_addr != addr ||
          (unmatched_changes != changes && unmatched_retries < MPII_PAGEGUARD_MAX_RETRIES))) {
         unmatched_addr = addr;
         unmatched_changes = changes;
         unmatched_retries++;
-        return 1;
-    }
-    if (released && unmatched_stale < MPII_PAGEGUARD_MAX_STALE && page_is_open(addr)) {
+        again = 1;
+    } else if (released && unmatched_stale < MPII_PAGEGUARD_MAX_STALE && page_is_open(addr)) {
         unmatched_stale++;
         sched_yield();
-        return 1;
+        again = 1;
+    } else {
+        unmatched_addr = 0;
     }
-    unmatched_addr = 0;
-    return 0;
+    /* from our return, so that the query and the yield (long on a busy node) never make a
+     * repeat look like a new access, which would lift the bounds above */
+    unmatched_ns = MPII_Pageguard_now_ns();
+    return again;
 }
 
 static void handler(int sig, siginfo_t * info, void *uctx)
