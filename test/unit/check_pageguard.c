@@ -157,7 +157,9 @@ START_TEST(bad_arguments)
 }
 END_TEST
 
-/* Data lands only at completion, whole pages at a time; holes keep the user's bytes. */
+/* Data lands only at completion. A page with bytes outside every sub-message (they may belong
+ * to another object) is never protected: its sub-messages must complete before the return, and
+ * landing them leaves the other bytes alone. */
 START_TEST(landing_and_holes)
 {
     char *mem = map_pages(6);
@@ -165,25 +167,59 @@ START_TEST(landing_and_holes)
     MPIR_Pageguard_region_t *r;
     ck_assert_int_eq(MPIR_Pageguard_register(mem, 6 * ps, 3, off, len, MPIR_PAGEGUARD_RECV, 0, &r),
                      MPIR_PAGEGUARD_OK);
-    ck_assert(readable(mem + ps));      /* page 1: only hole bytes, never protected */
-    ck_assert(!readable(mem + 2 * ps));
+    ck_assert(!readable(mem) && !readable(mem + 4 * ps) && !readable(mem + 5 * ps));
+    ck_assert(readable(mem + ps));      /* page 1: only hole bytes */
+    ck_assert(readable(mem + 2 * ps) && readable(mem + 3 * ps));        /* sub 1 and holes */
+    ck_assert(!MPIR_Pageguard_sub_is_sync(r, 0) && !MPIR_Pageguard_sub_is_sync(r, 2));
+    ck_assert(MPIR_Pageguard_sub_is_sync(r, 1));
     char *staging = MPIR_Pageguard_staging(r);
     for (int k = 0; k < 3; k++)
         memset(staging + off[k], 'a' + k, len[k]);
     MPIR_Pageguard_complete(r, 1);
-    /* sub 1 spans pages 2 and 3; both hold only sub 1 and holes: released */
-    ck_assert(readable(mem + 2 * ps) && readable(mem + 3 * ps));
     ck_assert_int_eq(mem[2 * ps + 99], 0x11);   /* hole byte kept */
     ck_assert_int_eq(mem[2 * ps + 100], 'b');
     ck_assert_int_eq(mem[3 * ps + 99], 'b');
     ck_assert_int_eq(mem[3 * ps + 100], 0x11);
     ck_assert(!readable(mem) && !readable(mem + 4 * ps));
     MPIR_Pageguard_complete(r, 0);
+    ck_assert(readable(mem) && !readable(mem + 4 * ps));
     MPIR_Pageguard_complete(r, 2);
     ck_assert(MPIR_Pageguard_all_released(r));
     ck_assert_int_eq(mem[0], 'a');
     ck_assert_int_eq(mem[6 * ps - 1], 'c');
     MPIR_Pageguard_unregister(r);
+}
+END_TEST
+
+/* Sub-messages in separate objects (a gather into blocks far apart, as ROMIO's tests do): the
+ * pages between them, and pages the blocks share with other objects, stay open; only pages that
+ * one run of adjacent sub-messages covers entirely are protected, and a run that covers no whole
+ * page leaves nothing to guard. */
+START_TEST(separate_objects_between_sub_messages)
+{
+    char *mem = map_pages(8);
+    size_t off[3] = { 10, 3 * ps + 7, 5 * ps + 20 }, len[3] = { 3, 5, 2 * ps };
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 8 * ps, 3, off, len, MPIR_PAGEGUARD_RECV, 0, &r),
+                     MPIR_PAGEGUARD_OK);
+    for (int p = 0; p < 8; p++)
+        ck_assert_int_eq(readable(mem + p * ps), p != 6);
+    ck_assert(MPIR_Pageguard_sub_is_sync(r, 0) && MPIR_Pageguard_sub_is_sync(r, 1));
+    ck_assert(MPIR_Pageguard_sub_is_sync(r, 2));        /* it touches pages 5 and 7 too */
+    mem[5 * ps + 19] = 'x';     /* another object's byte, on the sub-message's first page */
+    char *staging = MPIR_Pageguard_staging(r);
+    memset(staging + off[2], 'c', len[2]);
+    MPIR_Pageguard_complete(r, 2);
+    ck_assert(readable(mem + 6 * ps) && mem[6 * ps] == 'c' && mem[5 * ps + 20] == 'c');
+    ck_assert(mem[5 * ps + 19] == 'x' && mem[7 * ps + 20] == 0x11);
+    MPIR_Pageguard_complete(r, 0);
+    MPIR_Pageguard_complete(r, 1);
+    MPIR_Pageguard_unregister(r);
+
+    size_t soff[2] = { 100, 3 * ps }, slen[2] = { 8, 16 };
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 8 * ps, 2, soff, slen, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_ERR_NOTHING);
+    munmap(mem, 8 * ps);
 }
 END_TEST
 
@@ -1250,6 +1286,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, alignment_small_buffers);
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, landing_and_holes);
+    tcase_add_test(tc, separate_objects_between_sub_messages);
     tcase_add_test(tc, staging_is_kept_for_the_next_region);
     tcase_add_test(tc, forgotten_pages_are_left_alone);
     tcase_add_test(tc, shared_page_waits_for_both);

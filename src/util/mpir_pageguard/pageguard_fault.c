@@ -256,14 +256,12 @@ static void record_first_touch(MPIR_Pageguard_region_t * r, int k)
 }
 
 /* Trace mode: the data is in place; open the pages of the touched sub-message (or just the
- * touched page, for a hole). */
+ * touched page, if none is found). */
 static void release_touched(MPIR_Pageguard_region_t * r, int k, size_t page)
 {
     size_t ps = MPII_pageguard.pagesize;
     size_t first = page, last = page;
-    if (k >= 0 && !MPII_Pageguard_pages_of(r, r->base + r->sub_off[k],
-                                           r->base + r->sub_off[k] + r->sub_len[k], &first,
-                                           &last)) {
+    if (k >= 0 && !MPII_Pageguard_sub_pages(r, k, &first, &last)) {
         first = last = page;
     }
     MPII_Pageguard_mprotect(r->gbase + first * ps, (last - first + 1) * ps, r->open_prot);

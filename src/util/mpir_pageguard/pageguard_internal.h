@@ -180,7 +180,7 @@ void MPII_Pageguard_uninstall_handler(void);
 void MPII_Pageguard_wake(MPIR_Pageguard_region_t * region);
 uint64_t MPII_Pageguard_now_ns(void);
 int MPII_Pageguard_mprotect(uintptr_t addr, size_t len, int prot);
-int MPII_Pageguard_pages_of(const MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi,
-                            size_t * first, size_t * last);
+int MPII_Pageguard_sub_pages(const MPIR_Pageguard_region_t * r, int k, size_t * first,
+                             size_t * last);
 
 #endif /* PAGEGUARD_INTERNAL_H_INCLUDED */

@@ -40,21 +40,65 @@ static int valid_ranges(size_t len, int nsub, const size_t * off, const size_t *
     return 1;
 }
 
-/* Pages of the span [gbase, ...) that bytes [lo, hi) of the buffer touch, clipped to the
- * guardable whole pages. Returns 0 when none. Async-signal-safe (used by the handler). */
-int MPII_Pageguard_pages_of(const MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi,
-                            size_t * first, size_t * last)
+/* Pages of the span [gbase, ...) that sub-message k may hold protected: the whole pages it
+ * touches inside the guardable span, less a first or last page that sub-messages do not cover
+ * entirely (never guarded). Returns 0 when none. Async-signal-safe (used by the handler). */
+int MPII_Pageguard_sub_pages(const MPIR_Pageguard_region_t * r, int k, size_t * first,
+                             size_t * last)
 {
     size_t ps = MPII_pageguard.pagesize;
+    uintptr_t lo = r->base + r->sub_off[k], hi = lo + r->sub_len[k];
     if (lo < r->guard_lo)
         lo = r->guard_lo;
     if (hi > r->guard_hi)
         hi = r->guard_hi;
     if (lo >= hi)
         return 0;
-    *first = (lo - r->gbase) / ps;
-    *last = (hi - 1 - r->gbase) / ps;
+    size_t f = (lo - r->gbase) / ps, l = (hi - 1 - r->gbase) / ps;
+    if (atomic_load(&r->page_state[f]) == MPII_PAGE_UNGUARDED)
+        f++;
+    if (f > l)
+        return 0;
+    if (atomic_load(&r->page_state[l]) == MPII_PAGE_UNGUARDED) {
+        if (l == f)
+            return 0;
+        l--;
+    }
+    *first = f;
+    *last = l;
     return 1;
+}
+
+/* Mark the guardable pages whose every byte belongs to a sub-message. Bytes between
+ * sub-messages may belong to other objects (displacements into separate allocations, absolute
+ * addresses from MPI_BOTTOM): their pages must stay usable, by the program and by us. A
+ * sub-message on such a page completes before the call returns (MPIR_Pageguard_sub_is_sync). */
+static void mark_covered_pages(MPIR_Pageguard_region_t * r)
+{
+    size_t ps = MPII_pageguard.pagesize;
+    int k = 0;
+    while (k < r->nsub) {
+        if (r->sub_len[k] == 0) {
+            k++;
+            continue;
+        }
+        /* one run of sub-messages with no byte between them */
+        uintptr_t run_lo = r->base + r->sub_off[k], run_hi = run_lo + r->sub_len[k];
+        for (k++; k < r->nsub; k++) {
+            if (r->sub_len[k] == 0)
+                continue;
+            if (r->base + r->sub_off[k] != run_hi)
+                break;
+            run_hi += r->sub_len[k];
+        }
+        uintptr_t lo = round_up(run_lo, ps), hi = round_down(run_hi, ps);
+        if (lo < r->guard_lo)
+            lo = r->guard_lo;
+        if (hi > r->guard_hi)
+            hi = r->guard_hi;
+        for (uintptr_t page = lo; page < hi; page += ps)
+            atomic_store(&r->page_state[(page - r->gbase) / ps], MPII_PAGE_GUARDED);
+    }
 }
 
 static void free_region(MPIR_Pageguard_region_t * r)
@@ -248,6 +292,7 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
     memcpy(r->sub_len, sub_len, nsub * sizeof(size_t));
 
     /* Which pages to protect, and how many sub-messages each one waits for. */
+    mark_covered_pages(r);
     int nonempty = 0;
     for (int k = 0; k < nsub; k++) {
         size_t first, last;
@@ -258,13 +303,9 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
         nonempty++;
         if (flags & MPIR_PAGEGUARD_TRACE)
             atomic_store(&r->sub_done[k], 1);
-        if (!MPII_Pageguard_pages_of(r, base + sub_off[k], base + sub_off[k] + sub_len[k],
-                                     &first, &last))
-            continue;
-        for (size_t p = first; p <= last; p++) {
-            r->page_pending[p] += !(flags & MPIR_PAGEGUARD_TRACE);
-            atomic_store(&r->page_state[p], MPII_PAGE_GUARDED);
-        }
+        else if (MPII_Pageguard_sub_pages(r, k, &first, &last))
+            for (size_t p = first; p <= last; p++)
+                r->page_pending[p]++;
     }
     size_t guarded = 0, runs = 0;
     for (size_t p = 0; p < r->npages; p++) {
@@ -364,8 +405,12 @@ int MPIR_Pageguard_sub_is_sync(MPIR_Pageguard_region_t * r, int k)
 {
     if (k < 0 || k >= r->nsub || r->sub_len[k] == 0)
         return 0;
+    size_t first, last;
     uintptr_t lo = r->base + r->sub_off[k], hi = lo + r->sub_len[k];
-    return lo < r->guard_lo || hi > r->guard_hi;
+    if (!MPII_Pageguard_sub_pages(r, k, &first, &last))
+        return 1;
+    return lo < r->gbase + first * MPII_pageguard.pagesize ||
+        hi > r->gbase + (last + 1) * MPII_pageguard.pagesize;
 }
 
 static int is_forgotten(const MPIR_Pageguard_region_t * r, uintptr_t addr)
@@ -444,7 +489,7 @@ int MPIR_Pageguard_complete(MPIR_Pageguard_region_t * r, int k)
     atomic_store(&r->sub_done[k], 1);
 
     size_t first, last;
-    if (!MPII_Pageguard_pages_of(r, lo, hi, &first, &last))
+    if (!MPII_Pageguard_sub_pages(r, k, &first, &last))
         goto fn_exit;
     for (size_t p = first; p <= last; p++)
         r->page_pending[p]--;
