@@ -103,6 +103,7 @@ typedef struct {
         refused_other;
     unsigned long faults;       /* faults on our pages */
     unsigned long foreign_faults;       /* faults passed to the previous handler */
+    unsigned long stale_faults; /* faults repeated by the kernel on pages already opened */
     unsigned long replaced;     /* times our handler was found replaced */
     uint64_t stall_ns;          /* time spent waiting inside the handler */
     unsigned long mprotect_calls;

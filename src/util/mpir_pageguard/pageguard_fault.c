@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 /* While this thread runs the previous handler: the siginfo it got and where our frame was. If
@@ -361,22 +362,26 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
         record_release_latency(t0, t1);
 }
 
-/* Is the page at addr mapped open (private, readable and writable) now? */
-static int page_is_open(uintptr_t addr)
+/* The kind of access that faulted: PROT_READ, PROT_WRITE or PROT_EXEC, from the x86 page-fault
+ * error code; elsewhere PROT_READ | PROT_WRITE (a page open for both serves any data access). */
+static int fault_access(const void *uctx)
 {
-    size_t ps = MPII_pageguard.pagesize;
-    uintptr_t page = addr - addr % ps;
-    int prot;
-    return MPII_Pageguard_open_prot(page, page + ps, MPIR_PAGEGUARD_RECV, &prot) ==
-        MPII_PAGEGUARD_PROT_OK;
+#if defined(__x86_64__) && defined(REG_ERR)
+    greg_t err = ((const ucontext_t *) uctx)->uc_mcontext.gregs[REG_ERR];
+    return (err & 0x10) ? PROT_EXEC : (err & 0x2) ? PROT_WRITE : PROT_READ;
+#else
+    (void) uctx;
+    return PROT_READ | PROT_WRITE;
+#endif
 }
 
 /* A fault at addr on no guarded page (released: on a page a region has released): run the
  * access again, or pass the fault on (0)? A released page may have been opened while this
  * fault was on its way. A fault that repeats there with nothing released meanwhile comes from
  * someone else's protection (the application's mprotect, say) and is theirs, like one on no
- * region -- unless the page we released is open, when the fault is stale. */
-static int run_again(uintptr_t addr, int released)
+ * region -- unless the page we released now allows the access that faulted, when the fault
+ * is stale. */
+static int run_again(uintptr_t addr, int access, int released)
 {
     unsigned long changes = atomic_load(&MPII_pageguard.changes);
     if (unmatched_addr != addr ||
@@ -393,8 +398,10 @@ static int run_again(uintptr_t addr, int released)
         unmatched_changes = changes;
         unmatched_retries++;
         again = 1;
-    } else if (released && unmatched_stale < MPII_PAGEGUARD_MAX_STALE && page_is_open(addr)) {
+    } else if (released && unmatched_stale < MPII_PAGEGUARD_MAX_STALE &&
+               MPII_Pageguard_mapping_allows(addr, access) == 1) {
         unmatched_stale++;
+        atomic_fetch_add(&MPII_pageguard.stale_faults, 1);
         sched_yield();
         again = 1;
     } else {
@@ -438,7 +445,7 @@ static void handler(int sig, siginfo_t * info, void *uctx)
             }
             MPII_Pageguard_slot_leave(slot);
         }
-        if (run_again(addr, released)) {
+        if (run_again(addr, fault_access(uctx), released)) {
             errno = saved_errno;
             return;
         }

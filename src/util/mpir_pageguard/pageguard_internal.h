@@ -83,7 +83,7 @@ typedef struct {
                                          * empty when hi is 0; changed under lock */
     _Atomic unsigned long changes;      /* pages released or forgotten, regions removed */
 
-    _Atomic unsigned long faults, foreign_faults, replaced, mprotect_calls;
+    _Atomic unsigned long faults, foreign_faults, stale_faults, replaced, mprotect_calls;
     _Atomic unsigned long forgotten;    /* receive pages freed or unmapped before their data */
     _Atomic uint64_t stall_ns;
     _Atomic int waiting;        /* threads waiting in the handler */
@@ -148,6 +148,10 @@ typedef enum {
 /* 1 when [lo, hi) overlaps memory exposed to other processes (pageguard_exposed.c). */
 int MPII_Pageguard_is_exposed(uintptr_t lo, uintptr_t hi);
 int MPII_Pageguard_open_prot(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t kind, int *prot);
+/* Does the mapping at addr allow an access of this kind (PROT_READ, PROT_WRITE or PROT_EXEC)
+ * now? 1 yes, 0 no, -1 cannot tell. Raw system calls only: safe in the signal handler, and
+ * past any wrapper a preloaded tool puts on open, ioctl or close. */
+int MPII_Pageguard_mapping_allows(uintptr_t addr, int access);
 /* one method only (unit tests) */
 int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintptr_t hi,
                            int *prot);

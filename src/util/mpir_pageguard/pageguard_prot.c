@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Linux 6.11's binary query of /proc/<pid>/maps (uapi linux/fs.h, absent from older headers):
@@ -104,6 +105,27 @@ static int prot_by_query(uintptr_t lo, uintptr_t hi, int *prot)
     if (rc == MPII_PAGEGUARD_PROT_OK)
         *prot = PROT_READ | PROT_WRITE | (exec > 0 ? PROT_EXEC : 0);
     return rc;
+}
+
+int MPII_Pageguard_mapping_allows(uintptr_t addr, int access)
+{
+    long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct MPII_procmap_query q = { 0 };
+    q.size = sizeof(q);
+    q.query_addr = addr;
+    long rc = syscall(SYS_ioctl, (int) fd, MPII_PROCMAP_QUERY, &q);
+    int no_mapping = (rc != 0 && errno == ENOENT);
+    syscall(SYS_close, (int) fd);
+    if (rc != 0)
+        return no_mapping ? 0 : -1;
+    if (addr < q.vma_start || addr >= q.vma_end)
+        return 0;
+    uint64_t need = ((access & PROT_READ) ? MPII_PROCMAP_READABLE : 0) |
+        ((access & PROT_WRITE) ? MPII_PROCMAP_WRITABLE : 0) |
+        ((access & PROT_EXEC) ? MPII_PROCMAP_EXECUTABLE : 0);
+    return (q.vma_flags & need) == need;
 }
 
 /* Older kernels: read the maps text ("lo-hi rwxp ..." per line, sorted by address). */

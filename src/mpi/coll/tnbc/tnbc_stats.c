@@ -52,7 +52,8 @@ typedef struct {
     uint64_t node_turns, node_holds, node_hold_ns, node_gave_up;
     uint64_t rm[MPII_TNBC_RM_COUNT];
     uint64_t bcast[MPII_TNBC_BCAST_COUNT];
-    uint64_t faults, stall_ns, mprotect_calls, guard_refusals, guard_prot, guard_window;
+    uint64_t faults, stale_faults, stall_ns, mprotect_calls, guard_refusals, guard_prot,
+        guard_window;
     uint64_t pages_dropped;
     uint64_t staging_reused;
     uint64_t release_hist[MPIR_PAGEGUARD_LATENCY_BUCKETS];
@@ -222,11 +223,12 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
             total += (cpu_ms[k] = s->helper_cpu_ns[k] / 1e6);
 #define MPII_SHARE(ms) (life_ms > 0 ? 100.0 * (ms) / life_ms : 0.0)
         fprintf(stderr, "[tnbc %s] background: %" PRIu64 " operations, %.3f ms in flight, "
-                "%" PRIu64 " late errors; faults %" PRIu64 ", stall %.3f ms; guard refusals %"
+                "%" PRIu64 " late errors; faults %" PRIu64 " (and %" PRIu64 " repeated by the kernel "
+                "on released pages), stall %.3f ms; guard refusals %"
                 PRIu64 " (no whole page included; copied or waited for: %" PRIu64
                 " buffers not private read-write memory, %" PRIu64 " in RMA windows); pages "
                 "freed before their data came %" PRIu64 "; staging memory reused %" PRIu64
-                " times\n", who, s->ops_done, life_ms, s->late_errors, s->faults,
+                " times\n", who, s->ops_done, life_ms, s->late_errors, s->faults, s->stale_faults,
                 s->stall_ns / 1e6, s->guard_refusals, s->guard_prot, s->guard_window,
                 s->pages_dropped, s->staging_reused);
         fprintf(stderr, "[tnbc %s] helper CPU %.3f ms = %.1f%% of in-flight time (%.1f%% in the "
@@ -260,6 +262,7 @@ int MPII_Tnbc_stats_reduce_and_print(void)
 
     MPIR_Pageguard_get_stats(&pg);
     st.faults = pg.faults;
+    st.stale_faults = pg.stale_faults;
     st.stall_ns = pg.stall_ns;
     st.mprotect_calls = pg.mprotect_calls;
     st.guard_refusals = pg.refused_budget + pg.refused_nomem + pg.refused_landing +
