@@ -191,6 +191,44 @@ START_TEST(landing_and_holes)
 }
 END_TEST
 
+/* A sub-message given at registration (a self block) is copied in before the guard and is
+ * complete at once; a page only it covers stays open, a page it shares waits for the other. */
+START_TEST(filled_sub_messages_land_at_registration)
+{
+    char *mem = map_pages(4);
+    char *self = malloc(ps + 100);
+    memset(self, 's', ps + 100);
+    size_t off[2] = { 0, ps + 100 }, len[2] = { ps + 100, 3 * ps - 100 };
+    const void *fill[2] = { self, NULL };
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register_filled(mem, 4 * ps, 2, off, len, fill,
+                                                    MPIR_PAGEGUARD_RECV, 0, &r),
+                     MPIR_PAGEGUARD_OK);
+    ck_assert(readable(mem) && mem[0] == 's' && mem[ps - 1] == 's');
+    ck_assert(!readable(mem + ps) && !readable(mem + 3 * ps));
+    char *staging = MPIR_Pageguard_staging(r);
+    memset(staging + off[1], 'o', len[1]);
+    ck_assert_int_eq(MPIR_Pageguard_complete(r, 0), MPIR_PAGEGUARD_OK);        /* no-op */
+    ck_assert(!readable(mem + ps));
+    ck_assert_int_eq(MPIR_Pageguard_complete(r, 1), MPIR_PAGEGUARD_OK);
+    ck_assert(MPIR_Pageguard_all_released(r));
+    ck_assert(mem[ps + 99] == 's' && mem[ps + 100] == 'o' && mem[4 * ps - 1] == 'o');
+    MPIR_Pageguard_unregister(r);
+
+    /* everything at hand: nothing to guard; a send region takes no fill */
+    const void *both[2] = { self, self };
+    ck_assert_int_eq(MPIR_Pageguard_register_filled(mem, 2 * ps + 200, 2, off, (size_t[]) {
+                                                    ps + 100, ps + 100}, both,
+                                                    MPIR_PAGEGUARD_RECV, 0, &r),
+                     MPIR_PAGEGUARD_ERR_NOTHING);
+    ck_assert_int_eq(MPIR_Pageguard_register_filled(mem, 4 * ps, 2, off, len, fill,
+                                                    MPIR_PAGEGUARD_SEND, 0, &r),
+                     MPIR_PAGEGUARD_ERR_ARG);
+    free(self);
+    munmap(mem, 4 * ps);
+}
+END_TEST
+
 /* Sub-messages in separate objects (a gather into blocks far apart, as ROMIO's tests do): the
  * pages between them, and pages the blocks share with other objects, stay open; only pages that
  * one run of adjacent sub-messages covers entirely are protected, and a run that covers no whole
@@ -1287,6 +1325,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, landing_and_holes);
     tcase_add_test(tc, separate_objects_between_sub_messages);
+    tcase_add_test(tc, filled_sub_messages_land_at_registration);
     tcase_add_test(tc, staging_is_kept_for_the_next_region);
     tcase_add_test(tc, forgotten_pages_are_left_alone);
     tcase_add_test(tc, shared_page_waits_for_both);

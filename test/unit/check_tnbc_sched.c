@@ -290,6 +290,26 @@ START_TEST(alltoall_ring_order_and_self_copy)
     }
     ck_assert_int_eq(s.nrecv_sub, 4);
     ck_assert(MPIR_Tnbc_sched_send_subs_disjoint(&s));
+    /* the self copy may go straight into the receive buffer: nothing reads that space */
+    ck_assert(!MPIR_Tnbc_sched_reads_recv(&s));
+    int self_copies = 0;
+    for (int i = 0; i < s.n; i++)
+        self_copies += MPIR_Tnbc_sched_is_first_self_copy(&s, i);
+    ck_assert_int_eq(self_copies, 1);
+    ck_assert(MPIR_Tnbc_sched_is_first_self_copy(&s, s.order[0]));
+    MPIR_Tnbc_sched_free(&s);
+}
+END_TEST
+
+/* A Bcast's inner nodes forward segments from the receive space. */
+START_TEST(bcast_tree_reads_its_receive_space)
+{
+    MPIR_Tnbc_sched_t s;
+    MPIR_Tnbc_sched_init(&s);
+    int parent, children[MPIR_TNBC_BCAST_MAX_CHILDREN];
+    ck_assert_int_gt(MPIR_Tnbc_bcast_tree(2, 4, 0, NULL, &parent, children), 0);
+    ck_assert_int_eq(MPIR_Tnbc_sched_bcast(&s, 2, 4, 0, 40000, 4, NULL), MPIR_TNBC_SCHED_OK);
+    ck_assert(MPIR_Tnbc_sched_reads_recv(&s));
     MPIR_Tnbc_sched_free(&s);
 }
 END_TEST
@@ -952,6 +972,7 @@ static Suite *sched_suite(void)
     suite_add_tcase(s, a);
     TCase *b = tcase_create("bcast");
     tcase_add_test(b, bcast_tree_delivers_every_segment);
+    tcase_add_test(b, bcast_tree_reads_its_receive_space);
     tcase_add_test(b, bcast_more_segments_than_bytes);
     tcase_add_test(b, bcast_orders_deliver_and_reach_the_parents);
     tcase_add_test(b, bcast_tree_follows_a_node_order);

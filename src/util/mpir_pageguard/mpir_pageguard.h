@@ -141,6 +141,14 @@ int MPIR_Pageguard_check_handler(void);
 int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub_off,
                             const size_t * sub_len, MPIR_Pageguard_kind_t kind, int flags,
                             MPIR_Pageguard_region_t ** region);
+/* The same for a receive region some of whose sub-messages are at hand (a self block): fill[k],
+ * when not NULL, holds sub-message k's bytes, which are copied into the buffer before it is
+ * protected (one copy, where staging and landing make two); those sub-messages are complete at
+ * once and a page that only they cover stays open. */
+int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_t * sub_off,
+                                   const size_t * sub_len, const void *const *fill,
+                                   MPIR_Pageguard_kind_t kind, int flags,
+                                   MPIR_Pageguard_region_t ** region);
 
 /* RECV regions: where sub-message k's bytes must be received (staging + sub_off[k]). */
 void *MPIR_Pageguard_staging(MPIR_Pageguard_region_t * region);

@@ -222,6 +222,36 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
                             const size_t * sub_len, MPIR_Pageguard_kind_t kind, int flags,
                             MPIR_Pageguard_region_t ** region)
 {
+    return MPIR_Pageguard_register_filled(addr, len, nsub, sub_off, sub_len, NULL, kind, flags,
+                                          region);
+}
+
+/* Sub-messages given in fill[] are complete at registration: they count for no page, and a
+ * page that only they cover is not protected. */
+static void count_pending(MPIR_Pageguard_region_t * r, const void *const *fill)
+{
+    for (int k = 0; k < r->nsub; k++) {
+        size_t first, last;
+        if (r->sub_len[k] == 0 || (fill && fill[k]) || (r->flags & MPIR_PAGEGUARD_TRACE)) {
+            atomic_store(&r->sub_done[k], 1);
+            continue;
+        }
+        if (MPII_Pageguard_sub_pages(r, k, &first, &last))
+            for (size_t p = first; p <= last; p++)
+                r->page_pending[p]++;
+    }
+    if (!fill)
+        return;
+    for (size_t p = 0; p < r->npages; p++)
+        if (r->page_pending[p] == 0)
+            atomic_store(&r->page_state[p], MPII_PAGE_UNGUARDED);
+}
+
+int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_t * sub_off,
+                                   const size_t * sub_len, const void *const *fill,
+                                   MPIR_Pageguard_kind_t kind, int flags,
+                                   MPIR_Pageguard_region_t ** region)
+{
     int rc = MPIR_PAGEGUARD_OK;
     size_t ps = MPII_pageguard.pagesize;
     MPIR_Pageguard_region_t *r = NULL;
@@ -231,7 +261,8 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
         return MPIR_PAGEGUARD_ERR_OFF;
     if (!addr || len == 0 || nsub <= 0 || !sub_off || !sub_len ||
         (uintptr_t) addr + len < (uintptr_t) addr || !valid_ranges(len, nsub, sub_off, sub_len)
-        || (kind != MPIR_PAGEGUARD_RECV && kind != MPIR_PAGEGUARD_SEND)) {
+        || (kind != MPIR_PAGEGUARD_RECV && kind != MPIR_PAGEGUARD_SEND) ||
+        (fill && (kind != MPIR_PAGEGUARD_RECV || (flags & MPIR_PAGEGUARD_TRACE)))) {
         rc = MPIR_PAGEGUARD_ERR_ARG;
         goto fn_fail;
     }
@@ -293,20 +324,10 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
 
     /* Which pages to protect, and how many sub-messages each one waits for. */
     mark_covered_pages(r);
+    count_pending(r, fill);
     int nonempty = 0;
-    for (int k = 0; k < nsub; k++) {
-        size_t first, last;
-        if (sub_len[k] == 0) {
-            atomic_store(&r->sub_done[k], 1);
-            continue;
-        }
-        nonempty++;
-        if (flags & MPIR_PAGEGUARD_TRACE)
-            atomic_store(&r->sub_done[k], 1);
-        else if (MPII_Pageguard_sub_pages(r, k, &first, &last))
-            for (size_t p = first; p <= last; p++)
-                r->page_pending[p]++;
-    }
+    for (int k = 0; k < nsub; k++)
+        nonempty += (sub_len[k] > 0 && !(fill && fill[k]));
     size_t guarded = 0, runs = 0;
     for (size_t p = 0; p < r->npages; p++) {
         if (atomic_load(&r->page_state[p]) == MPII_PAGE_GUARDED) {
@@ -358,6 +379,11 @@ int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub
     MPII_pageguard.slots[r->slot].region = r;
     extend_span(r->gbase, r->gbase + r->npages * ps);
     pthread_mutex_unlock(&MPII_pageguard.lock);
+
+    /* the buffer is ours to write until its pages are protected */
+    for (int k = 0; fill && k < nsub; k++)
+        if (fill[k] && sub_len[k])
+            memcpy((char *) base + sub_off[k], fill[k], sub_len[k]);
 
     /* Visible to the handler before the first page is protected. */
     atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_ACTIVE);

@@ -109,6 +109,44 @@ static int reads_send_sub(const MPIR_Tnbc_entry_t * e)
     return e->sub >= 0 && !MPIR_Tnbc_entry_fills_recv(e);
 }
 
+/* Self copies that can go straight into the user's receive pages before they are guarded:
+ * per receive sub-message, where its bytes are (NULL: not so). None when something reads the
+ * receive space later (it would find staging empty there) or the send space overlaps the
+ * receive buffer. Returns NULL when there is none (or no memory). */
+static const void **self_fill(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args)
+{
+    MPIR_Tnbc_sched_t *s = &op->sched;
+    const char *send = args->send_packed ? args->send_packed : args->send_user;
+    const char *lo = args->recv_user, *hi = lo + s->recv_bytes;
+    const void **fill = NULL;
+
+    if (!send || MPIR_Tnbc_sched_reads_recv(s))
+        return NULL;
+    for (int i = 0; i < s->n; i++) {
+        const MPIR_Tnbc_entry_t *e = &s->entries[i];
+        if (!MPIR_Tnbc_sched_is_first_self_copy(s, i) || e->len == 0 ||
+            (send + e->src_off < hi && send + e->src_off + e->len > lo))
+            continue;
+        if (!fill && !(fill = MPL_calloc(s->nrecv_sub, sizeof(*fill), MPL_MEM_COLL)))
+            return NULL;
+        fill[e->sub] = send + e->src_off;
+    }
+    return fill;
+}
+
+/* The self copies given to the page guards are done. */
+static void self_filled(MPII_Tnbc_op_t * op, const void **fill)
+{
+    MPIR_Tnbc_sched_t *s = &op->sched;
+    for (int i = 0; i < s->n; i++) {
+        if (MPIR_Tnbc_sched_is_first_self_copy(s, i) && fill[s->entries[i].sub] &&
+            op->state[i] == MPII_TNBC_ENTRY_IDLE) {
+            op->state[i] = MPII_TNBC_ENTRY_DONE;
+            op->ndone++;
+        }
+    }
+}
+
 /* Receive side: guard the user's pages when this process may return early. */
 static void setup_recv(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int want_early)
 {
@@ -125,9 +163,13 @@ static void setup_recv(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int want_e
     }
     op->recv_user = args->recv_user;
     if (want_early) {
-        int rc = MPIR_Pageguard_register(op->recv_user, s->recv_bytes, s->nrecv_sub,
-                                         s->recv_sub_off, s->recv_sub_len, MPIR_PAGEGUARD_RECV, 0,
-                                         &op->recv_region);
+        const void **fill = self_fill(op, args);
+        int rc = MPIR_Pageguard_register_filled(op->recv_user, s->recv_bytes, s->nrecv_sub,
+                                                s->recv_sub_off, s->recv_sub_len, fill,
+                                                MPIR_PAGEGUARD_RECV, 0, &op->recv_region);
+        if (rc == MPIR_PAGEGUARD_OK && fill)
+            self_filled(op, fill);
+        MPL_free(fill);
         if (rc == MPIR_PAGEGUARD_OK) {
             op->recv_mode = MPII_TNBC_RECV_GUARDED;
             op->recv_base = MPIR_Pageguard_staging(op->recv_region);

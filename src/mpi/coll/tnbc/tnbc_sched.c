@@ -565,3 +565,22 @@ int MPIR_Tnbc_sched_send_subs_disjoint(const MPIR_Tnbc_sched_t * s)
             return 0;
     return 1;
 }
+
+int MPIR_Tnbc_sched_reads_recv(const MPIR_Tnbc_sched_t * s)
+{
+    for (int i = 0; i < s->n; i++) {
+        const MPIR_Tnbc_entry_t *e = &s->entries[i];
+        if ((e->kind == MPIR_TNBC_SEND && e->space == MPIR_TNBC_SPACE_RECV) ||
+            ((e->kind == MPIR_TNBC_COPY || e->kind == MPIR_TNBC_REDUCE) &&
+             e->src_space == MPIR_TNBC_SPACE_RECV))
+            return 1;
+    }
+    return 0;
+}
+
+int MPIR_Tnbc_sched_is_first_self_copy(const MPIR_Tnbc_sched_t * s, int i)
+{
+    const MPIR_Tnbc_entry_t *e = &s->entries[i];
+    return e->kind == MPIR_TNBC_COPY && e->space == MPIR_TNBC_SPACE_RECV &&
+        e->src_space == MPIR_TNBC_SPACE_SEND && e->sub >= 0 && e->after < 0 && e->after2 < 0;
+}

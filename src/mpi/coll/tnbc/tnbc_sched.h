@@ -218,6 +218,14 @@ int MPIR_Tnbc_sched_finish(MPIR_Tnbc_sched_t * s);
 /* 1 when the send sub-messages are sorted and non-overlapping (a read-only guard needs it). */
 int MPIR_Tnbc_sched_send_subs_disjoint(const MPIR_Tnbc_sched_t * s);
 
+/* 1 when some entry reads the receive space (a tree forwards what it received from there). */
+int MPIR_Tnbc_sched_reads_recv(const MPIR_Tnbc_sched_t * s);
+
+/* 1 when entry i copies part of the send space into receive sub-message e->sub with nothing
+ * before it: the caller may do that copy itself, straight into the receive buffer, at the
+ * start (a self block), when nothing reads the receive space afterwards. */
+int MPIR_Tnbc_sched_is_first_self_copy(const MPIR_Tnbc_sched_t * s, int i);
+
 /* For the builders (tnbc_sched*.c). */
 MPIR_Tnbc_entry_t MPII_Tnbc_entry(MPIR_Tnbc_kind_t kind, int peer, MPIR_Tnbc_space_t space,
                                   size_t off, size_t len, int prio);
