@@ -229,6 +229,60 @@ START_TEST(filled_sub_messages_land_at_registration)
 }
 END_TEST
 
+static int replaced_calls;
+static int note_replaced(void *addr, size_t len)
+{
+    (void) addr;
+    (void) len;
+    replaced_calls++;
+    return 1;
+}
+
+/* With config.move_min, the whole pages of a sub-message move from staging into the buffer
+ * (announced through pages_replaced), open at once; its partial pages and pages shared with
+ * another sub-message are copied; the data is the same either way, and the buffer's mapping
+ * still serves the next region. */
+START_TEST(whole_pages_move_into_the_buffer)
+{
+    MPIR_Pageguard_finalize();
+    MPIR_Pageguard_config_t cfg = {.move_min = ps,.pages_replaced = note_replaced };
+    ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
+    char *mem = map_pages(10);
+    char *buf = mem + 100;      /* not page aligned: staging keeps the offset in the page */
+    size_t off[2] = { 0, 4 * ps + 50 }, len[2] = { 4 * ps + 50, 5 * ps - 300 };
+    for (int round = 0; round < 3; round++) {
+        MPIR_Pageguard_region_t *r;
+        ck_assert_int_eq(MPIR_Pageguard_register(buf, 9 * ps - 250, 2, off, len,
+                                                 MPIR_PAGEGUARD_RECV, MPIR_PAGEGUARD_MOVE, &r),
+                         MPIR_PAGEGUARD_OK);
+        char *staging = MPIR_Pageguard_staging(r);
+        for (int k = 0; k < 2; k++)
+            for (size_t b = 0; b < len[k]; b++)
+                staging[off[k] + b] = (char) (round * 7 + k * 3 + b % 13);
+        MPIR_Pageguard_stats_t before, after;
+        MPIR_Pageguard_get_stats(&before);
+        ck_assert_int_eq(MPIR_Pageguard_complete(r, 0), MPIR_PAGEGUARD_OK);
+        ck_assert(readable(mem + ps) && readable(mem + 3 * ps));
+        ck_assert(!readable(mem + 4 * ps));     /* shared with sub 1 */
+        ck_assert_int_eq(MPIR_Pageguard_complete(r, 1), MPIR_PAGEGUARD_OK);
+        MPIR_Pageguard_get_stats(&after);
+        ck_assert(MPIR_Pageguard_all_released(r));
+        for (int k = 0; k < 2; k++)
+            for (size_t b = 0; b < len[k]; b++)
+                ck_assert_int_eq(buf[off[k] + b], (char) (round * 7 + k * 3 + b % 13));
+        ck_assert_int_eq(mem[99], 0x11);
+        ck_assert_int_eq(mem[10 * ps - 1], 0x11);
+        if (MPII_Pageguard_mapping_allows((uintptr_t) mem, PROT_READ) >= 0) {
+            /* pages 1-3 (sub 0) and 5-7 (sub 1) moved */
+            ck_assert_uint_eq(after.pages_moved - before.pages_moved, 6);
+            ck_assert_int_gt(replaced_calls, 0);
+        }
+        MPIR_Pageguard_unregister(r);
+    }
+    munmap(mem, 10 * ps);
+}
+END_TEST
+
 /* Sub-messages in separate objects (a gather into blocks far apart, as ROMIO's tests do): the
  * pages between them, and pages the blocks share with other objects, stay open; only pages that
  * one run of adjacent sub-messages covers entirely are protected, and a run that covers no whole
@@ -1326,6 +1380,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, landing_and_holes);
     tcase_add_test(tc, separate_objects_between_sub_messages);
     tcase_add_test(tc, filled_sub_messages_land_at_registration);
+    tcase_add_test(tc, whole_pages_move_into_the_buffer);
     tcase_add_test(tc, staging_is_kept_for_the_next_region);
     tcase_add_test(tc, forgotten_pages_are_left_alone);
     tcase_add_test(tc, shared_page_waits_for_both);

@@ -14,6 +14,7 @@ mpi_core_sources += \
     src/util/mpir_pageguard/pageguard_prot.c \
     src/util/mpir_pageguard/pageguard_exposed.c \
     src/util/mpir_pageguard/pageguard_staging.c \
+    src/util/mpir_pageguard/pageguard_move.c \
     src/util/mpir_pageguard/pageguard_libc.c \
     src/util/mpir_pageguard/pageguard_alloc.c \
     src/util/mpir_pageguard/pageguard_signal.c \

@@ -82,6 +82,16 @@ typedef struct {
     void (*on_wait) (void);
     /* Bytes of released staging memory kept for later receive regions (0: none kept). */
     size_t staging_cache;
+    /* Landing by moving pages (pageguard_move.c): the whole pages of a sub-message in runs of
+     * at least this many bytes are moved from staging into the buffer (mremap) instead of
+     * copied; 0: always copy. The buffer's pages are replaced: pins and attributes of the old
+     * pages (another library's memory registration, mlock, madvise, NUMA policy) do not carry
+     * over, so this is for programs that hold none on their receive buffers. */
+    size_t move_min;
+    /* Tells the network layer that [addr, addr + len) holds other pages now (its registration
+     * cache must forget the range); returns 0 when it cannot, and then no page moves. Called
+     * before the moved pages are opened. */
+    int (*pages_replaced) (void *addr, size_t len);
 } MPIR_Pageguard_config_t;
 
 #define MPIR_PAGEGUARD_WAIT                  0
@@ -92,6 +102,8 @@ typedef struct {
 #define MPIR_PAGEGUARD_TRACE 0x1        /* data is already in place: every sub-message is complete
                                          * at registration; a fault records the first touch and
                                          * releases that sub-message's pages (trace runs) */
+#define MPIR_PAGEGUARD_MOVE  0x2        /* RECV: staging is not read after a sub-message lands,
+                                         * so its pages may move into the buffer (move_min) */
 
 typedef struct MPIR_Pageguard_region MPIR_Pageguard_region_t;
 
@@ -104,6 +116,7 @@ typedef struct {
     unsigned long faults;       /* faults on our pages */
     unsigned long foreign_faults;       /* faults passed to the previous handler */
     unsigned long stale_faults; /* faults repeated by the kernel on pages already opened */
+    unsigned long pages_moved;  /* receive pages landed by moving them (config.move_min) */
     unsigned long replaced;     /* times our handler was found replaced */
     uint64_t stall_ns;          /* time spent waiting inside the handler */
     unsigned long mprotect_calls;

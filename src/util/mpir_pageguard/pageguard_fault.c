@@ -348,9 +348,9 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
     atomic_fetch_add(&r->waiters, 1);
     if (MPII_pageguard.config.on_wait)
         MPII_pageguard.config.on_wait();
-    while (atomic_load(&r->page_state[page]) == MPII_PAGE_GUARDED) {
+    while (MPII_Pageguard_page_waits(atomic_load(&r->page_state[page]))) {
         unsigned int seq = atomic_load(&r->seq);
-        if (atomic_load(&r->page_state[page]) != MPII_PAGE_GUARDED)
+        if (!MPII_Pageguard_page_waits(atomic_load(&r->page_state[page])))
             break;
         futex_wait(&r->seq, seq);
     }
@@ -433,7 +433,7 @@ static void handler(int sig, siginfo_t * info, void *uctx)
             if (addr >= r->gbase && addr < r->gbase + r->npages * ps) {
                 size_t page = (addr - r->gbase) / ps;
                 int state = atomic_load(&r->page_state[page]);
-                if (state == MPII_PAGE_GUARDED) {
+                if (MPII_Pageguard_page_waits(state)) {
                     on_our_page(r, addr, page);
                     MPII_Pageguard_slot_leave(slot);
                     unmatched_addr = 0;
@@ -547,7 +547,8 @@ size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard
     uintptr_t lo = (uintptr_t) addr, hi = lo + len;
     size_t ps = MPII_pageguard.pagesize, found = 0;
 
-    if (len == 0 || !atomic_load(&MPII_pageguard.on) ||
+    /* our own page move announces itself as an unmap (pageguard_move.c) */
+    if (len == 0 || !atomic_load(&MPII_pageguard.on) || MPII_Pageguard_replacing ||
         lo >= atomic_load(&MPII_pageguard.span_hi) || hi <= atomic_load(&MPII_pageguard.span_lo))
         return 0;
     for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
@@ -560,7 +561,7 @@ size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard
             size_t first = (lo > r->gbase ? lo - r->gbase : 0) / ps;
             size_t last = ((hi < rend ? hi : rend) - r->gbase - 1) / ps;
             for (size_t p = first; p <= last; p++) {
-                if (atomic_load(&r->page_state[p]) != MPII_PAGE_GUARDED)
+                if (!MPII_Pageguard_page_waits(atomic_load(&r->page_state[p])))
                     continue;
                 found++;
                 /* the fault handler waits for the page; a no-op atomic add is a write access

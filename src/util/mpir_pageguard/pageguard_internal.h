@@ -25,9 +25,17 @@ enum {
     MPII_PAGE_UNGUARDED = 0,    /* holds no sub-message byte: never protected by us */
     MPII_PAGE_GUARDED = 1,      /* protected, waiting for its sub-messages */
     MPII_PAGE_RELEASED = 2,     /* accessible again */
-    MPII_PAGE_FORGOTTEN = 3     /* unmapped by the application: never landed, touched or
+    MPII_PAGE_FORGOTTEN = 3,    /* unmapped by the application: never landed, touched or
                                  * protected again */
+    MPII_PAGE_MOVING = 4        /* its data is being moved in: waited for like a guarded page,
+                                 * never forgotten meanwhile */
 };
+
+/* A thread touching a page in this state waits. */
+static inline int MPII_Pageguard_page_waits(int state)
+{
+    return state == MPII_PAGE_GUARDED || state == MPII_PAGE_MOVING;
+}
 
 struct MPIR_Pageguard_region {
     uintptr_t base, end;        /* the user buffer */
@@ -51,8 +59,13 @@ struct MPIR_Pageguard_region {
     _Atomic unsigned int seq;   /* futex word: bumped whenever pages are released */
     _Atomic int waiters;        /* handlers waiting on seq: no wake-up call when none */
 
-    char *staging;              /* RECV: same offsets as the user buffer */
+    char *staging;              /* RECV: same offsets as the user buffer, and the same offsets
+                                 * within a page, so that whole pages can move */
+    char *staging_map;          /* the mapping staging lies in, and its length */
     size_t staging_len;
+    int no_moves;               /* a move failed here: copy from now on */
+    int staging_spoiled;        /* a move left part of staging protected: not kept for later */
+    char *spare;                /* PROT_NONE reservation the size of the span, for moves */
     size_t maps_reserved;
     pthread_mutex_t lock;       /* progress side only; never taken by the handler */
     int slot;
@@ -85,6 +98,8 @@ typedef struct {
 
     _Atomic unsigned long faults, foreign_faults, stale_faults, replaced, mprotect_calls;
     _Atomic unsigned long forgotten;    /* receive pages freed or unmapped before their data */
+    _Atomic unsigned long pages_moved;  /* receive pages landed by moving, not copying */
+    _Atomic int moves_off;      /* a move could not be announced or undone: no more moves */
     _Atomic uint64_t stall_ns;
     _Atomic int waiting;        /* threads waiting in the handler */
     _Atomic uint64_t data_event_ns;     /* MPIR_Pageguard_note_data_event */
@@ -152,6 +167,11 @@ int MPII_Pageguard_open_prot(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t k
  * now? 1 yes, 0 no, -1 cannot tell. Raw system calls only: safe in the signal handler, and
  * past any wrapper a preloaded tool puts on open, ioctl or close. */
 int MPII_Pageguard_mapping_allows(uintptr_t addr, int access);
+/* The mapping at addr: 1 and its bounds, protection and whether it is other than private
+ * anonymous memory (*shared); 0 when none; -1 cannot tell (a kernel before 6.11). Raw system
+ * calls, as above. */
+int MPII_Pageguard_mapping_at(uintptr_t addr, uintptr_t * start, uintptr_t * end, int *prot,
+                              int *shared);
 /* one method only (unit tests) */
 int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintptr_t hi,
                            int *prot);
@@ -159,6 +179,14 @@ int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintp
 /* Give up guarded page p of a receive region: accessible now, never landed, counted; 1 if it
  * was guarded. Callers wake the waiters. Signal-safe (atomics and mprotect). */
 int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p);
+/* Land whole pages [lo, hi) of receive region r (page aligned, inside one complete sub-message,
+ * every page guarded; r->lock held) by moving staging's pages there (pageguard_move.c).
+ * Returns 1 when they moved (they are open and released now), 0 when they must be copied. */
+int MPII_Pageguard_move_run(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi);
+/* Set while this thread announces a move: the unmap event that raises is not the program's. */
+extern __thread int MPII_Pageguard_replacing;
+/* Give back r's spare reservation (free_region). */
+void MPII_Pageguard_move_done(MPIR_Pageguard_region_t * r);
 int MPII_Pageguard_install_handler(void);
 int MPII_Pageguard_landing_fd(void);
 /* The definition of libc function name that our interposed one forwards to, whatever the load

@@ -107,7 +107,8 @@ static int prot_by_query(uintptr_t lo, uintptr_t hi, int *prot)
     return rc;
 }
 
-int MPII_Pageguard_mapping_allows(uintptr_t addr, int access)
+int MPII_Pageguard_mapping_at(uintptr_t addr, uintptr_t * start, uintptr_t * end, int *prot,
+                              int *shared)
 {
     long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -122,10 +123,22 @@ int MPII_Pageguard_mapping_allows(uintptr_t addr, int access)
         return no_mapping ? 0 : -1;
     if (addr < q.vma_start || addr >= q.vma_end)
         return 0;
-    uint64_t need = ((access & PROT_READ) ? MPII_PROCMAP_READABLE : 0) |
-        ((access & PROT_WRITE) ? MPII_PROCMAP_WRITABLE : 0) |
-        ((access & PROT_EXEC) ? MPII_PROCMAP_EXECUTABLE : 0);
-    return (q.vma_flags & need) == need;
+    *start = q.vma_start;
+    *end = q.vma_end;
+    *prot = ((q.vma_flags & MPII_PROCMAP_READABLE) ? PROT_READ : 0) |
+        ((q.vma_flags & MPII_PROCMAP_WRITABLE) ? PROT_WRITE : 0) |
+        ((q.vma_flags & MPII_PROCMAP_EXECUTABLE) ? PROT_EXEC : 0);
+    /* a file's private mapping is not plain memory: counted as shared */
+    *shared = (q.vma_flags & MPII_PROCMAP_SHARED) || q.inode != 0;
+    return 1;
+}
+
+int MPII_Pageguard_mapping_allows(uintptr_t addr, int access)
+{
+    uintptr_t start, end;
+    int prot, shared;
+    int rc = MPII_Pageguard_mapping_at(addr, &start, &end, &prot, &shared);
+    return rc == 1 ? (prot & access) == access : rc;
 }
 
 /* Older kernels: read the maps text ("lo-hi rwxp ..." per line, sorted by address). */

@@ -103,8 +103,11 @@ static void mark_covered_pages(MPIR_Pageguard_region_t * r)
 
 static void free_region(MPIR_Pageguard_region_t * r)
 {
-    if (r->staging)
-        MPII_Pageguard_staging_put(r->staging, r->staging_len);
+    MPII_Pageguard_move_done(r);
+    if (r->staging_map && r->staging_spoiled)
+        munmap(r->staging_map, r->staging_len);
+    else if (r->staging_map)
+        MPII_Pageguard_staging_put(r->staging_map, r->staging_len);
     free(r->sub_off);
     free(r->sub_len);
     free((void *) r->page_state);
@@ -347,11 +350,13 @@ int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_
     r->maps_reserved = 2 * runs + 2 * releases;
 
     if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE)) {
-        r->staging = MPII_Pageguard_staging_get(round_up(len, ps), &r->staging_len);
-        if (r->staging == NULL) {
+        size_t in_page = base % ps;
+        r->staging_map = MPII_Pageguard_staging_get(round_up(in_page + len, ps), &r->staging_len);
+        if (r->staging_map == NULL) {
             rc = MPIR_PAGEGUARD_ERR_NOMEM;
             goto fn_fail;
         }
+        r->staging = r->staging_map + in_page;
     }
 
     pthread_mutex_lock(&MPII_pageguard.lock);
@@ -452,9 +457,41 @@ static uintptr_t next_page(uintptr_t addr, uintptr_t limit)
     return next < limit ? next : limit;
 }
 
+/* Write bytes [at, stop) of the buffer, guarded, through the landing descriptor: the kernel
+ * writes for us and the pages stay protected. */
+static int copy_guarded(MPIR_Pageguard_region_t * r, int fd, uintptr_t at, uintptr_t stop)
+{
+    const char *src = r->staging + (at - r->base);
+    while (at < stop) {
+        ssize_t n = MPII_Pageguard_libc_pwrite(fd, src, stop - at, (off_t) at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        at += (uintptr_t) n;
+        src += n;
+    }
+    return 0;
+}
+
+/* Land [at, stop), guarded pages of sub-message [lo, hi): the run of whole pages inside the
+ * sub-message may move instead (*moved); the rest is copied. */
+static int land_guarded(MPIR_Pageguard_region_t * r, int fd, uintptr_t lo, uintptr_t hi,
+                        uintptr_t at, uintptr_t stop, int *moved)
+{
+    size_t ps = MPII_pageguard.pagesize;
+    uintptr_t mlo = round_up(at > lo ? at : lo, ps), mhi = round_down(stop < hi ? stop : hi, ps);
+    if (mhi > mlo && MPII_Pageguard_move_run(r, mlo, mhi)) {
+        *moved = 1;
+        return copy_guarded(r, fd, at, mlo) || copy_guarded(r, fd, mhi, stop) ? -1 : 0;
+    }
+    return copy_guarded(r, fd, at, stop);
+}
+
 /* Write bytes [lo, hi) of the buffer from staging. Inside the guardable pages the kernel
- * writes for us (the pages stay protected); outside, the memory is ordinary. */
-static int land(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi)
+ * writes for us (the pages stay protected) or the pages move; outside, the memory is
+ * ordinary. */
+static int land(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi, int *moved)
 {
     const char *src = r->staging + (lo - r->base);
     uintptr_t glo = lo > r->guard_lo ? lo : r->guard_lo;
@@ -479,14 +516,9 @@ static int land(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi)
         uintptr_t stop = next_page(at, ghi);
         while (stop < ghi && !is_forgotten(r, stop))
             stop = next_page(stop, ghi);
-        while (at < stop) {
-            ssize_t n = MPII_Pageguard_libc_pwrite(fd, src + (at - lo), stop - at, (off_t) at);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                return -1;
-            at += (uintptr_t) n;
-        }
+        if (land_guarded(r, fd, lo, hi, at, stop, moved) != 0)
+            return -1;
+        at = stop;
     }
     return 0;
 }
@@ -508,7 +540,8 @@ int MPIR_Pageguard_complete(MPIR_Pageguard_region_t * r, int k)
         atomic_store(&r->sub_done[k], 1);
         goto fn_exit;
     }
-    if (r->kind == MPIR_PAGEGUARD_RECV && land(r, lo, hi) != 0) {
+    int moved = 0;
+    if (r->kind == MPIR_PAGEGUARD_RECV && land(r, lo, hi, &moved) != 0) {
         rc = MPIR_PAGEGUARD_ERR_LANDING;
         goto fn_exit;
     }
@@ -520,7 +553,7 @@ int MPIR_Pageguard_complete(MPIR_Pageguard_region_t * r, int k)
     for (size_t p = first; p <= last; p++)
         r->page_pending[p]--;
     /* Open each run of pages that no longer waits for anything, then tell the waiters. */
-    int released = 0;
+    int released = moved;
     for (size_t p = first; p <= last;) {
         if (r->page_pending[p] != 0 ||
             atomic_load(&r->page_state[p]) != MPII_PAGE_GUARDED) {
@@ -568,7 +601,8 @@ size_t MPIR_Pageguard_forget_recv(const void *addr, size_t len)
     uintptr_t lo = (uintptr_t) addr, hi = lo + len;
     size_t ps = MPII_pageguard.pagesize, forgotten = 0;
 
-    if (len == 0 || !atomic_load(&MPII_pageguard.on))
+    /* our own page move announces itself as an unmap (pageguard_move.c) */
+    if (len == 0 || !atomic_load(&MPII_pageguard.on) || MPII_Pageguard_replacing)
         return 0;
     for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
         MPII_Pageguard_slot_t *slot = &MPII_pageguard.slots[i];

@@ -88,6 +88,20 @@ cvars:
         (at most 8 mappings). Fresh memory costs a page fault and a zeroed page for every
         received page; 0 returns staging memory to the system at once.
 
+    - name        : MPIR_CVAR_TNBC_LANDING_MOVE_MIN
+      category    : TNBC
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Received data lands in a guarded receive buffer by moving whole pages from staging
+        (mremap, no copy) for runs of at least this many bytes; 0 always copies. The buffer's
+        pages are replaced: use it only if no library or the program itself holds pins or
+        attributes on receive buffers (ibv_reg_mr or cudaHostRegister outside MPI, mlock,
+        madvise, NUMA policy). Needs Linux 6.11 or later (PROCMAP_QUERY); see README.tnbc.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -530,7 +544,9 @@ static int engine_start(void)
      * chains to them for every fault that is not on a guarded page. */
     MPIR_Pageguard_config_t cfg = {.map_budget = 0,.on_replaced = MPIR_PAGEGUARD_REINSTALL,
         .before_wait = before_wait,.on_abort = cannot_wait_message,.on_wait = wake_helper,
-        .staging_cache = MPIR_CVAR_TNBC_STAGING_CACHE > 0 ? MPIR_CVAR_TNBC_STAGING_CACHE : 0
+        .staging_cache = MPIR_CVAR_TNBC_STAGING_CACHE > 0 ? MPIR_CVAR_TNBC_STAGING_CACHE : 0,
+        .move_min = MPIR_CVAR_TNBC_LANDING_MOVE_MIN > 0 ? MPIR_CVAR_TNBC_LANDING_MOVE_MIN : 0,
+        .pages_replaced = MPIDI_NM_tnbc_pages_replaced
     };
     int rc = MPIR_Pageguard_init(&cfg);
     if (rc != MPIR_PAGEGUARD_OK && MPIR_Process.rank == 0)

@@ -164,9 +164,11 @@ static void setup_recv(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int want_e
     op->recv_user = args->recv_user;
     if (want_early) {
         const void **fill = self_fill(op, args);
+        /* staging may give its pages away when nothing reads it after landing */
+        int flags = MPIR_Tnbc_sched_reads_recv(s) ? 0 : MPIR_PAGEGUARD_MOVE;
         int rc = MPIR_Pageguard_register_filled(op->recv_user, s->recv_bytes, s->nrecv_sub,
                                                 s->recv_sub_off, s->recv_sub_len, fill,
-                                                MPIR_PAGEGUARD_RECV, 0, &op->recv_region);
+                                                MPIR_PAGEGUARD_RECV, flags, &op->recv_region);
         if (rc == MPIR_PAGEGUARD_OK && fill)
             self_filled(op, fill);
         MPL_free(fill);

@@ -55,7 +55,7 @@ typedef struct {
     uint64_t faults, stale_faults, stall_ns, mprotect_calls, guard_refusals, guard_prot,
         guard_window;
     uint64_t pages_dropped;
-    uint64_t staging_reused;
+    uint64_t staging_reused, pages_moved;
     uint64_t release_hist[MPIR_PAGEGUARD_LATENCY_BUCKETS];
 } MPII_Tnbc_counters_t;
 
@@ -228,9 +228,9 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
                 PRIu64 " (no whole page included; copied or waited for: %" PRIu64
                 " buffers not private read-write memory, %" PRIu64 " in RMA windows); pages "
                 "freed before their data came %" PRIu64 "; staging memory reused %" PRIu64
-                " times\n", who, s->ops_done, life_ms, s->late_errors, s->faults, s->stale_faults,
+                " times; pages landed by moving %" PRIu64 "\n", who, s->ops_done, life_ms, s->late_errors, s->faults, s->stale_faults,
                 s->stall_ns / 1e6, s->guard_refusals, s->guard_prot, s->guard_window,
-                s->pages_dropped, s->staging_reused);
+                s->pages_dropped, s->staging_reused, s->pages_moved);
         fprintf(stderr, "[tnbc %s] helper CPU %.3f ms = %.1f%% of in-flight time (%.1f%% in the "
                 "kernel); while the application ran: %.1f%% in rounds that completed nothing, "
                 "%.1f%% in rounds that completed sub-messages; while it waited for T-NBC: "
@@ -271,6 +271,7 @@ int MPII_Tnbc_stats_reduce_and_print(void)
     st.guard_window = pg.refused_exposed;
     st.pages_dropped = pg.forgotten;
     st.staging_reused = pg.staging_reused;
+    st.pages_moved = pg.pages_moved;
     memcpy(st.release_hist, pg.release_hist, sizeof(st.release_hist));
 
     if (MPIR_CVAR_TNBC_STATS >= 2) {

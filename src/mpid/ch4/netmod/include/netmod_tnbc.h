@@ -33,6 +33,12 @@ int MPIDI_NM_tnbc_arm(int drained);
  * a heap trim, mremap's old range). Returns 1 when the network layer can report this. */
 int MPIDI_NM_tnbc_watch_unmaps(void (*cb) (void *addr, size_t len));
 
+/* [addr, addr + len) holds other physical pages from now on (T-NBC moved received pages
+ * there): what the network layer cached about that memory (registrations) must go. Raised as
+ * an unmap event, so the callback of MPIDI_NM_tnbc_watch_unmaps sees it too. Returns 0 when
+ * the network layer cannot be told. */
+int MPIDI_NM_tnbc_pages_replaced(void *addr, size_t len);
+
 /* The buffer a persistent point-to-point or partitioned request was made with: 1 and the
  * arguments, or 0 for other requests. */
 int MPIDI_NM_tnbc_request_buffer(MPIR_Request * req, const void **buf, MPI_Aint * count,

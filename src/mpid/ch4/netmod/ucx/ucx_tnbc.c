@@ -74,6 +74,23 @@ int MPIDI_NM_tnbc_watch_unmaps(void (*cb) (void *addr, size_t len))
     return set(UCM_EVENT_VM_UNMAPPED, -1, on_vm_unmapped, NULL) == UCS_OK;
 }
 
+int MPIDI_NM_tnbc_pages_replaced(void *addr, size_t len)
+{
+    /* UCX's registration caches drop the range on this event */
+    typedef void (*vm_munmap_fn) (void *, size_t);
+    static vm_munmap_fn vm_munmap;
+    static int looked_up;
+
+    if (!__atomic_load_n(&looked_up, __ATOMIC_ACQUIRE)) {
+        vm_munmap = (vm_munmap_fn) dlsym(RTLD_DEFAULT, "ucm_vm_munmap");
+        __atomic_store_n(&looked_up, 1, __ATOMIC_RELEASE);
+    }
+    if (!vm_munmap)
+        return 0;
+    vm_munmap(addr, len);
+    return 1;
+}
+
 /* ---- requests made earlier ---- */
 
 int MPIDI_NM_tnbc_request_buffer(MPIR_Request * req, const void **buf, MPI_Aint * count,
