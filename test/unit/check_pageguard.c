@@ -14,6 +14,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -280,6 +281,35 @@ START_TEST(whole_pages_move_into_the_buffer)
         MPIR_Pageguard_unregister(r);
     }
     munmap(mem, 10 * ps);
+}
+END_TEST
+
+/* Both ways of asking about a mapping agree: its bounds, protection, and whether it is other
+ * than private anonymous memory. */
+START_TEST(mapping_queries_agree)
+{
+    char *mem = map_pages(3);
+    ck_assert_int_eq(mprotect(mem + ps, ps, PROT_READ), 0);
+    int fd = open("/proc/self/exe", O_RDONLY);
+    char *file = mmap(NULL, ps, PROT_READ, MAP_PRIVATE, fd, 0);
+    ck_assert_ptr_ne(file, MAP_FAILED);
+    close(fd);
+    uintptr_t at[3] = { (uintptr_t) mem, (uintptr_t) mem + ps + 5, (uintptr_t) file };
+    for (int i = 0; i < 3; i++) {
+        uintptr_t s1, e1, s2, e2;
+        int p1, p2, sh1, sh2;
+        ck_assert_int_eq(MPII_Pageguard_mapping_by_text(at[i], &s1, &e1, &p1, &sh1), 1);
+        int rc = MPII_Pageguard_mapping_at(at[i], &s2, &e2, &p2, &sh2);
+        ck_assert_int_eq(rc, 1);
+        ck_assert(s1 == s2 && e1 == e2 && p1 == p2 && sh1 == sh2);
+        ck_assert_int_eq(sh1, i == 2);
+        ck_assert_int_eq(p1, i == 0 ? (PROT_READ | PROT_WRITE) : PROT_READ);
+    }
+    munmap(mem, 3 * ps);
+    uintptr_t s, e;
+    int p, sh;
+    ck_assert_int_eq(MPII_Pageguard_mapping_by_text((uintptr_t) mem, &s, &e, &p, &sh), 0);
+    munmap(file, ps);
 }
 END_TEST
 
@@ -1381,6 +1411,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, separate_objects_between_sub_messages);
     tcase_add_test(tc, filled_sub_messages_land_at_registration);
     tcase_add_test(tc, whole_pages_move_into_the_buffer);
+    tcase_add_test(tc, mapping_queries_agree);
     tcase_add_test(tc, staging_is_kept_for_the_next_region);
     tcase_add_test(tc, forgotten_pages_are_left_alone);
     tcase_add_test(tc, shared_page_waits_for_both);

@@ -7,21 +7,22 @@
  * that holds partial data.
  *
  * A guarded region is a user buffer [addr, addr + len) divided into sub-messages (sorted,
- * non-overlapping byte ranges; holes between them are user bytes and are never written). The
- * whole pages inside the buffer that hold sub-message bytes are protected: PROT_NONE for a
- * receive buffer, read-only for a send buffer; released pages get back the protection they
- * had. Memory that is not private and read-write everywhere is refused (MPIR_PAGEGUARD_ERR_PROT),
- * and so is RMA window memory (MPIR_PAGEGUARD_ERR_EXPOSED). The at most two partial pages at
- * the ends are shared with unrelated memory and never protected: the sub-messages that touch
- * them are reported (MPIR_Pageguard_sub_is_sync) and the caller completes them before it
- * returns.
+ * non-overlapping byte ranges; bytes between them are never written). Only the pages whose
+ * every byte belongs to a sub-message are protected: PROT_NONE for a receive buffer, read-only
+ * for a send buffer; released pages get back the protection they had. Memory that is not
+ * private and read-write everywhere is refused (MPIR_PAGEGUARD_ERR_PROT), and so is RMA window
+ * memory (MPIR_PAGEGUARD_ERR_EXPOSED). A page that also holds other bytes (the buffer's ends,
+ * gaps between sub-messages: other objects may live there) is never protected: the
+ * sub-messages that touch one are reported (MPIR_Pageguard_sub_is_sync) and the caller
+ * completes them before it returns.
  *
  * Receive data lands in the region's staging memory (same offsets as the user buffer). When a
  * sub-message completes, its bytes are written into the still-protected user pages through
  * /proc/self/mem, which the kernel lets a process do to its own private pages whatever their
  * protection, and a page is made accessible only when every sub-message that overlaps it is
- * complete. So no thread can see a half-written page. See README.tnbc for the measured
- * alternatives.
+ * complete. So no thread can see a half-written page. Opt-in (config.move_min), whole pages
+ * of a sub-message are swapped in from staging instead (pageguard_move.c). See README.tnbc for
+ * the measured alternatives.
  *
  * A thread that touches a protected page takes SIGSEGV; the handler finds the region and page
  * (regions: linear over the few active slots; sub-message: binary search), records the first
@@ -166,8 +167,8 @@ int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_
 /* RECV regions: where sub-message k's bytes must be received (staging + sub_off[k]). */
 void *MPIR_Pageguard_staging(MPIR_Pageguard_region_t * region);
 
-/* 1 when sub-message k touches a page we could not protect (partial first/last page): the
- * caller must complete it before returning to the application. */
+/* 1 when sub-message k touches a page we could not protect (one it shares with bytes outside
+ * every sub-message): the caller must complete it before returning to the application. */
 int MPIR_Pageguard_sub_is_sync(MPIR_Pageguard_region_t * region, int k);
 
 /* Progress side: sub-message k is complete (received into staging, or sent). Lands its bytes

@@ -312,6 +312,11 @@ void MPIR_Pageguard_note_data_event(uint64_t time_ns)
 static __thread uintptr_t stack_lo __attribute__ ((tls_model("initial-exec")));
 static __thread uintptr_t stack_hi __attribute__ ((tls_model("initial-exec")));
 
+int MPII_Pageguard_on_own_stack(uintptr_t lo, uintptr_t hi)
+{
+    return lo < stack_hi && hi > stack_lo;
+}
+
 static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page)
 {
     atomic_fetch_add(&MPII_pageguard.faults, 1);
@@ -418,7 +423,9 @@ static void handler(int sig, siginfo_t * info, void *uctx)
     int saved_errno = errno;
 
     /* Our protections only ever cause access errors, raised by the kernel (si_code > 0). */
-    if (info->si_code == SEGV_ACCERR) {
+    /* Our protections cause access errors; a page being moved in may be unmapped for an
+     * instant (pageguard_move.c). */
+    if (info->si_code == SEGV_ACCERR || info->si_code == SEGV_MAPERR) {
         uintptr_t addr = (uintptr_t) info->si_addr;
         size_t ps = MPII_pageguard.pagesize;
         int released = 0;
@@ -433,7 +440,8 @@ static void handler(int sig, siginfo_t * info, void *uctx)
             if (addr >= r->gbase && addr < r->gbase + r->npages * ps) {
                 size_t page = (addr - r->gbase) / ps;
                 int state = atomic_load(&r->page_state[page]);
-                if (MPII_Pageguard_page_waits(state)) {
+                if (MPII_Pageguard_page_waits(state) &&
+                    (info->si_code == SEGV_ACCERR || state == MPII_PAGE_MOVING)) {
                     on_our_page(r, addr, page);
                     MPII_Pageguard_slot_leave(slot);
                     unmatched_addr = 0;
@@ -445,7 +453,7 @@ static void handler(int sig, siginfo_t * info, void *uctx)
             }
             MPII_Pageguard_slot_leave(slot);
         }
-        if (run_again(addr, fault_access(uctx), released)) {
+        if (info->si_code == SEGV_ACCERR && run_again(addr, fault_access(uctx), released)) {
             errno = saved_errno;
             return;
         }

@@ -11,6 +11,8 @@
 #endif
 #include "pageguard_internal.h"
 
+#include <dlfcn.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -134,6 +136,10 @@ int MPIR_Pageguard_init(const MPIR_Pageguard_config_t * config)
         return MPIR_PAGEGUARD_OK;
 
     MPII_pageguard.pagesize = (size_t) sysconf(_SC_PAGESIZE);
+    /* glibc's record of where the main thread's stack begins: that mapping never moves */
+    void **stack_end = (void **) dlsym(RTLD_DEFAULT, "__libc_stack_end");
+    MPII_pageguard.main_stack = stack_end ? (uintptr_t) * stack_end : 0;
+    atomic_store(&MPII_pageguard.moves_off, 0);
     if (config)
         MPII_pageguard.config = *config;
     else

@@ -65,6 +65,8 @@ struct MPIR_Pageguard_region {
     size_t staging_len;
     int no_moves;               /* a move failed here: copy from now on */
     int staging_spoiled;        /* a move left part of staging protected: not kept for later */
+    int staging_lost, spare_lost;       /* a failed move left a hole there that another
+                                         * mapping took: never unmapped by us */
     char *spare;                /* PROT_NONE reservation the size of the span, for moves */
     size_t maps_reserved;
     pthread_mutex_t lock;       /* progress side only; never taken by the handler */
@@ -100,6 +102,7 @@ typedef struct {
     _Atomic unsigned long forgotten;    /* receive pages freed or unmapped before their data */
     _Atomic unsigned long pages_moved;  /* receive pages landed by moving, not copying */
     _Atomic int moves_off;      /* a move could not be announced or undone: no more moves */
+    uintptr_t main_stack;       /* an address in the main thread's stack (never moved), or 0 */
     _Atomic uint64_t stall_ns;
     _Atomic int waiting;        /* threads waiting in the handler */
     _Atomic uint64_t data_event_ns;     /* MPIR_Pageguard_note_data_event */
@@ -168,10 +171,13 @@ int MPII_Pageguard_open_prot(uintptr_t lo, uintptr_t hi, MPIR_Pageguard_kind_t k
  * past any wrapper a preloaded tool puts on open, ioctl or close. */
 int MPII_Pageguard_mapping_allows(uintptr_t addr, int access);
 /* The mapping at addr: 1 and its bounds, protection and whether it is other than private
- * anonymous memory (*shared); 0 when none; -1 cannot tell (a kernel before 6.11). Raw system
- * calls, as above. */
+ * anonymous memory (*shared); 0 when none; -1 cannot tell. PROCMAP_QUERY (Linux 6.11), else the
+ * maps text; raw system calls, as above. */
 int MPII_Pageguard_mapping_at(uintptr_t addr, uintptr_t * start, uintptr_t * end, int *prot,
                               int *shared);
+/* the maps text only (unit tests) */
+int MPII_Pageguard_mapping_by_text(uintptr_t addr, uintptr_t * start, uintptr_t * end,
+                                   int *prot, int *shared);
 /* one method only (unit tests) */
 int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintptr_t hi,
                            int *prot);
@@ -184,7 +190,9 @@ int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p);
  * Returns 1 when they moved (they are open and released now), 0 when they must be copied. */
 int MPII_Pageguard_move_run(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi);
 /* Set while this thread announces a move: the unmap event that raises is not the program's. */
-extern __thread int MPII_Pageguard_replacing;
+extern __thread int MPII_Pageguard_replacing __attribute__ ((tls_model("initial-exec")));
+/* [lo, hi) overlaps the calling thread's stack, as noted when it registered a region. */
+int MPII_Pageguard_on_own_stack(uintptr_t lo, uintptr_t hi);
 /* Give back r's spare reservation (free_region). */
 void MPII_Pageguard_move_done(MPIR_Pageguard_region_t * r);
 int MPII_Pageguard_install_handler(void);

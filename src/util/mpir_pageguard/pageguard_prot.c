@@ -107,6 +107,75 @@ static int prot_by_query(uintptr_t lo, uintptr_t hi, int *prot)
     return rc;
 }
 
+static uintptr_t parse_hex(const char **p)
+{
+    uintptr_t v = 0;
+    for (;; (*p)++) {
+        char c = **p;
+        int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return v;
+        v = v * 16 + (uintptr_t) d;
+    }
+}
+
+/* Older kernels: the line of the maps text that covers addr ("lo-hi rwxp offset dev inode"),
+ * read in pieces with raw system calls. */
+int MPII_Pageguard_mapping_by_text(uintptr_t addr, uintptr_t * start, uintptr_t * end,
+                                   int *prot, int *shared)
+{
+    char buf[2048];
+    size_t have = 0;
+    int rc = 0;
+    long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    for (;;) {
+        long n = syscall(SYS_read, (int) fd, buf + have, sizeof(buf) - 1 - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        have += (size_t) n;
+        buf[have] = 0;
+        char *line = buf, *nl;
+        while ((nl = memchr(line, '\n', have - (size_t) (line - buf)))) {
+            const char *p = line;
+            uintptr_t lo = parse_hex(&p);
+            p++;
+            uintptr_t hi = parse_hex(&p);
+            p++;
+            if (addr >= lo && addr < hi) {
+                *start = lo;
+                *end = hi;
+                *prot = (p[0] == 'r' ? PROT_READ : 0) | (p[1] == 'w' ? PROT_WRITE : 0) |
+                    (p[2] == 'x' ? PROT_EXEC : 0);
+                /* offset, device, inode: a file mapping has an inode */
+                const char *q = p + 5;
+                parse_hex(&q);
+                q++;
+                while (*q && *q != ' ')
+                    q++;
+                while (*q == ' ')
+                    q++;
+                *shared = p[3] == 's' || (*q && *q != '0');
+                rc = 1;
+                goto done;
+            }
+            if (lo > addr)
+                goto done;      /* sorted: no mapping covers addr */
+            line = nl + 1;
+        }
+        have -= (size_t) (line - buf);
+        memmove(buf, line, have);
+        if (have == sizeof(buf) - 1)
+            break;      /* a line longer than the buffer: give up */
+    }
+  done:
+    syscall(SYS_close, (int) fd);
+    return rc;
+}
+
 int MPII_Pageguard_mapping_at(uintptr_t addr, uintptr_t * start, uintptr_t * end, int *prot,
                               int *shared)
 {
@@ -117,10 +186,12 @@ int MPII_Pageguard_mapping_at(uintptr_t addr, uintptr_t * start, uintptr_t * end
     q.size = sizeof(q);
     q.query_addr = addr;
     long rc = syscall(SYS_ioctl, (int) fd, MPII_PROCMAP_QUERY, &q);
-    int no_mapping = (rc != 0 && errno == ENOENT);
+    int err = rc != 0 ? errno : 0;
     syscall(SYS_close, (int) fd);
+    if (err == ENOTTY || err == EINVAL)
+        return MPII_Pageguard_mapping_by_text(addr, start, end, prot, shared);
     if (rc != 0)
-        return no_mapping ? 0 : -1;
+        return err == ENOENT ? 0 : -1;
     if (addr < q.vma_start || addr >= q.vma_end)
         return 0;
     *start = q.vma_start;

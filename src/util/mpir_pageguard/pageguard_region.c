@@ -104,9 +104,10 @@ static void mark_covered_pages(MPIR_Pageguard_region_t * r)
 static void free_region(MPIR_Pageguard_region_t * r)
 {
     MPII_Pageguard_move_done(r);
-    if (r->staging_map && r->staging_spoiled)
-        munmap(r->staging_map, r->staging_len);
-    else if (r->staging_map)
+    if (r->staging_map && r->staging_spoiled) {
+        if (!r->staging_lost)
+            munmap(r->staging_map, r->staging_len);
+    } else if (r->staging_map)
         MPII_Pageguard_staging_put(r->staging_map, r->staging_len);
     free(r->sub_off);
     free(r->sub_len);

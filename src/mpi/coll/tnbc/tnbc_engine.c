@@ -100,7 +100,7 @@ cvars:
         (mremap, no copy) for runs of at least this many bytes; 0 always copies. The buffer's
         pages are replaced: use it only if no library or the program itself holds pins or
         attributes on receive buffers (ibv_reg_mr or cudaHostRegister outside MPI, mlock,
-        madvise, NUMA policy). Needs Linux 6.11 or later (PROCMAP_QUERY); see README.tnbc.
+        madvise, NUMA policy). See README.tnbc.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */

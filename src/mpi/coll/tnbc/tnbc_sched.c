@@ -572,7 +572,8 @@ int MPIR_Tnbc_sched_reads_recv(const MPIR_Tnbc_sched_t * s)
         const MPIR_Tnbc_entry_t *e = &s->entries[i];
         if ((e->kind == MPIR_TNBC_SEND && e->space == MPIR_TNBC_SPACE_RECV) ||
             ((e->kind == MPIR_TNBC_COPY || e->kind == MPIR_TNBC_REDUCE) &&
-             e->src_space == MPIR_TNBC_SPACE_RECV))
+             e->src_space == MPIR_TNBC_SPACE_RECV) ||
+            (e->kind == MPIR_TNBC_REDUCE && e->space == MPIR_TNBC_SPACE_RECV))
             return 1;
     }
     return 0;

@@ -218,7 +218,8 @@ int MPIR_Tnbc_sched_finish(MPIR_Tnbc_sched_t * s);
 /* 1 when the send sub-messages are sorted and non-overlapping (a read-only guard needs it). */
 int MPIR_Tnbc_sched_send_subs_disjoint(const MPIR_Tnbc_sched_t * s);
 
-/* 1 when some entry reads the receive space (a tree forwards what it received from there). */
+/* 1 when some entry reads the receive space (a tree forwards what it received from there; a
+ * reduction combines into it). */
 int MPIR_Tnbc_sched_reads_recv(const MPIR_Tnbc_sched_t * s);
 
 /* 1 when entry i copies part of the send space into receive sub-message e->sub with nothing

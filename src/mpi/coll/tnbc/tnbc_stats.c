@@ -223,14 +223,15 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
             total += (cpu_ms[k] = s->helper_cpu_ns[k] / 1e6);
 #define MPII_SHARE(ms) (life_ms > 0 ? 100.0 * (ms) / life_ms : 0.0)
         fprintf(stderr, "[tnbc %s] background: %" PRIu64 " operations, %.3f ms in flight, "
-                "%" PRIu64 " late errors; faults %" PRIu64 " (and %" PRIu64 " repeated by the kernel "
-                "on released pages), stall %.3f ms; guard refusals %"
-                PRIu64 " (no whole page included; copied or waited for: %" PRIu64
+                "%" PRIu64 " late errors; faults %" PRIu64 " (and %" PRIu64 " repeated by the "
+                "kernel on released pages), stall %.3f ms; guard refusals %" PRIu64
+                " (no whole page included; copied or waited for: %" PRIu64
                 " buffers not private read-write memory, %" PRIu64 " in RMA windows); pages "
                 "freed before their data came %" PRIu64 "; staging memory reused %" PRIu64
-                " times; pages landed by moving %" PRIu64 "\n", who, s->ops_done, life_ms, s->late_errors, s->faults, s->stale_faults,
-                s->stall_ns / 1e6, s->guard_refusals, s->guard_prot, s->guard_window,
-                s->pages_dropped, s->staging_reused, s->pages_moved);
+                " times; pages landed by moving %" PRIu64 "\n", who, s->ops_done, life_ms,
+                s->late_errors, s->faults, s->stale_faults, s->stall_ns / 1e6, s->guard_refusals,
+                s->guard_prot, s->guard_window, s->pages_dropped, s->staging_reused,
+                s->pages_moved);
         fprintf(stderr, "[tnbc %s] helper CPU %.3f ms = %.1f%% of in-flight time (%.1f%% in the "
                 "kernel); while the application ran: %.1f%% in rounds that completed nothing, "
                 "%.1f%% in rounds that completed sub-messages; while it waited for T-NBC: "

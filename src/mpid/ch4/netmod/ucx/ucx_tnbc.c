@@ -55,6 +55,9 @@ int MPIDI_NM_tnbc_arm(int drained)
 /* ---- memory events ---- */
 
 static void (*unmap_cb) (void *addr, size_t len);
+/* libucm's call that raises an unmap event, looked up with the event handler (never later,
+ * under T-NBC's locks: dlsym may allocate) */
+static void (*vm_munmap) (void *addr, size_t len);
 
 static void on_vm_unmapped(ucm_event_type_t event_type, ucm_event_t * event, void *arg)
 {
@@ -69,6 +72,7 @@ int MPIDI_NM_tnbc_watch_unmaps(void (*cb) (void *addr, size_t len))
 
     if (!set)
         return 0;
+    vm_munmap = (void (*)(void *, size_t)) dlsym(RTLD_DEFAULT, "ucm_vm_munmap");
     unmap_cb = cb;
     /* negative priority: called before the memory goes away */
     return set(UCM_EVENT_VM_UNMAPPED, -1, on_vm_unmapped, NULL) == UCS_OK;
@@ -77,14 +81,6 @@ int MPIDI_NM_tnbc_watch_unmaps(void (*cb) (void *addr, size_t len))
 int MPIDI_NM_tnbc_pages_replaced(void *addr, size_t len)
 {
     /* UCX's registration caches drop the range on this event */
-    typedef void (*vm_munmap_fn) (void *, size_t);
-    static vm_munmap_fn vm_munmap;
-    static int looked_up;
-
-    if (!__atomic_load_n(&looked_up, __ATOMIC_ACQUIRE)) {
-        vm_munmap = (vm_munmap_fn) dlsym(RTLD_DEFAULT, "ucm_vm_munmap");
-        __atomic_store_n(&looked_up, 1, __ATOMIC_RELEASE);
-    }
     if (!vm_munmap)
         return 0;
     vm_munmap(addr, len);
