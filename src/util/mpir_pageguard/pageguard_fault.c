@@ -43,6 +43,7 @@ static __thread unsigned long unmatched_changes __attribute__ ((tls_model("initi
 static __thread int unmatched_retries __attribute__ ((tls_model("initial-exec")));
 static __thread int unmatched_stale __attribute__ ((tls_model("initial-exec")));
 static __thread uint64_t unmatched_ns __attribute__ ((tls_model("initial-exec")));
+static __thread uint64_t unmatched_since __attribute__ ((tls_model("initial-exec")));
 /* ... at most this often, however busy the progress side */
 #define MPII_PAGEGUARD_MAX_RETRIES 8
 /* A run instruction faults again within microseconds. The handler never sees an access
@@ -54,6 +55,10 @@ static __thread uint64_t unmatched_ns __attribute__ ((tls_model("initial-exec"))
  * Linux 6.18 while the helper opens a run of pages the reader waits at); its mapping is then
  * open. Such faults are run again, yielding, at most this many times per access. */
 #define MPII_PAGEGUARD_MAX_STALE 100000
+/* A page given up (forgotten) is opened just after its state changes, by another thread that
+ * may be descheduled in between: its faults are run again for this long before they are taken
+ * for the program's own protection. */
+#define MPII_PAGEGUARD_FORGET_NS (100 * 1000 * 1000)
 
 static void handler(int sig, siginfo_t * info, void *uctx);
 
@@ -386,14 +391,15 @@ static int fault_access(const void *uctx)
  * someone else's protection (the application's mprotect, say) and is theirs, like one on no
  * region -- unless the page we released now allows the access that faulted, when the fault
  * is stale. */
-static int run_again(uintptr_t addr, int access, int released)
+static int run_again(uintptr_t addr, int access, int released, int forgotten)
 {
     unsigned long changes = atomic_load(&MPII_pageguard.changes);
-    if (unmatched_addr != addr ||
-        MPII_Pageguard_now_ns() - unmatched_ns > MPII_PAGEGUARD_REPEAT_NS) {
+    uint64_t now = MPII_Pageguard_now_ns();
+    if (unmatched_addr != addr || now - unmatched_ns > MPII_PAGEGUARD_REPEAT_NS) {
         unmatched_addr = 0;     /* a new access */
         unmatched_retries = 0;
         unmatched_stale = 0;
+        unmatched_since = now;
     }
     int again = 0;
     if ((released || atomic_load(&MPII_pageguard.on)) &&
@@ -407,6 +413,9 @@ static int run_again(uintptr_t addr, int access, int released)
                MPII_Pageguard_mapping_allows(addr, access) == 1) {
         unmatched_stale++;
         atomic_fetch_add(&MPII_pageguard.stale_faults, 1);
+        sched_yield();
+        again = 1;
+    } else if (forgotten && now - unmatched_since < MPII_PAGEGUARD_FORGET_NS) {
         sched_yield();
         again = 1;
     } else {
@@ -428,7 +437,7 @@ static void handler(int sig, siginfo_t * info, void *uctx)
     if (info->si_code == SEGV_ACCERR || info->si_code == SEGV_MAPERR) {
         uintptr_t addr = (uintptr_t) info->si_addr;
         size_t ps = MPII_pageguard.pagesize;
-        int released = 0;
+        int released = 0, forgotten = 0;
         /* The region that guards the page, if any. A buffer reused by the next collective can
          * be in two regions at once, the older one finished (its pages released) but not yet
          * unregistered: only a guarded page is waited for. */
@@ -450,10 +459,12 @@ static void handler(int sig, siginfo_t * info, void *uctx)
                 }
                 /* a forgotten page is opened just after its state changed */
                 released |= (state == MPII_PAGE_RELEASED || state == MPII_PAGE_FORGOTTEN);
+                forgotten |= (state == MPII_PAGE_FORGOTTEN);
             }
             MPII_Pageguard_slot_leave(slot);
         }
-        if (info->si_code == SEGV_ACCERR && run_again(addr, fault_access(uctx), released)) {
+        if (info->si_code == SEGV_ACCERR &&
+            run_again(addr, fault_access(uctx), released, forgotten)) {
             errno = saved_errno;
             return;
         }
