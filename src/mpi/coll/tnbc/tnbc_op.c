@@ -124,7 +124,9 @@ static const void **self_fill(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args)
         return NULL;
     for (int i = 0; i < s->n; i++) {
         const MPIR_Tnbc_entry_t *e = &s->entries[i];
+        /* the page guards copy the whole sub-message: the entry must be all of it */
         if (!MPIR_Tnbc_sched_is_first_self_copy(s, i) || e->len == 0 ||
+            e->off != s->recv_sub_off[e->sub] || e->len != s->recv_sub_len[e->sub] ||
             (send + e->src_off < hi && send + e->src_off + e->len > lo))
             continue;
         if (!fill && !(fill = MPL_calloc(s->nrecv_sub, sizeof(*fill), MPL_MEM_COLL)))
