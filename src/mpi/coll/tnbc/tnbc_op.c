@@ -113,14 +113,14 @@ static int reads_send_sub(const MPIR_Tnbc_entry_t * e)
  * per receive sub-message, where its bytes are (NULL: not so). None when something reads the
  * receive space later (it would find staging empty there) or the send space overlaps the
  * receive buffer. Returns NULL when there is none (or no memory). */
-static const void **self_fill(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args)
+static const void **self_fill(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int reads_recv)
 {
     MPIR_Tnbc_sched_t *s = &op->sched;
     const char *send = args->send_packed ? args->send_packed : args->send_user;
     const char *lo = args->recv_user, *hi = lo + s->recv_bytes;
     const void **fill = NULL;
 
-    if (!send || MPIR_Tnbc_sched_reads_recv(s))
+    if (!send || reads_recv)
         return NULL;
     for (int i = 0; i < s->n; i++) {
         const MPIR_Tnbc_entry_t *e = &s->entries[i];
@@ -165,9 +165,10 @@ static void setup_recv(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int want_e
     }
     op->recv_user = args->recv_user;
     if (want_early) {
-        const void **fill = self_fill(op, args);
+        int reads_recv = MPIR_Tnbc_sched_reads_recv(s);
+        const void **fill = self_fill(op, args, reads_recv);
         /* staging may give its pages away when nothing reads it after landing */
-        int flags = MPIR_Tnbc_sched_reads_recv(s) ? 0 : MPIR_PAGEGUARD_MOVE;
+        int flags = reads_recv ? 0 : MPIR_PAGEGUARD_MOVE;
         int rc = MPIR_Pageguard_register_filled(op->recv_user, s->recv_bytes, s->nrecv_sub,
                                                 s->recv_sub_off, s->recv_sub_len, fill,
                                                 MPIR_PAGEGUARD_RECV, flags, &op->recv_region);
