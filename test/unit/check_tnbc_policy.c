@@ -88,6 +88,7 @@ static MPIR_Tnbc_policy_t open_policy(void)
         .enabled_colls = MPIR_TNBC_COLL_ALL_MASK,
         .supported_colls = MPIR_TNBC_COLL_ALL_MASK,
         .min_bytes = 4096,
+        .node_min_bytes = 1 << 20,
     };
     return p;
 }
@@ -161,6 +162,29 @@ START_TEST(decide_empty_call_declines_even_at_threshold_zero)
 }
 END_TEST
 
+START_TEST(decide_node_local_threshold)
+{
+    MPIR_Tnbc_policy_t p = open_policy();
+    MPIR_Tnbc_call_facts_t f = eligible_alltoall();
+    f.largest_submsg_bytes = 512 * 1024;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);       /* spans nodes */
+    f.node_local = 1;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NODE_SMALL);
+    f.largest_submsg_bytes = 1 << 20;   /* the threshold itself is eligible */
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
+    /* below both thresholds the general one is the reason */
+    f.largest_submsg_bytes = 100;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
+    /* sizes that differ between processes never change the path */
+    f.largest_submsg_bytes = 512 * 1024;
+    f.size_is_global = 0;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
+    f.size_is_global = 1;
+    p.node_min_bytes = 0;               /* offers every size within a node */
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
+}
+END_TEST
+
 START_TEST(decide_order)
 {
     /* A call with every problem reports the first in the documented order. */
@@ -168,7 +192,7 @@ START_TEST(decide_order)
     MPIR_Tnbc_call_facts_t f = {
         .coll = MPIR_TNBC_COLL_BCAST, .ready = 0, .internal = 1, .is_intercomm = 1,
         .spans_worlds = 1, .device_buffer = 1, .op_type_unsupported = 1, .size_is_global = 1,
-        .largest_submsg_bytes = 0,
+        .node_local = 1, .largest_submsg_bytes = 0,
     };
     p.enabled_colls &= ~BIT(BCAST);
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DISABLED);
@@ -192,6 +216,8 @@ START_TEST(decide_order)
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_OP_TYPE);
     f.op_type_unsupported = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
+    f.largest_submsg_bytes = 4096;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NODE_SMALL);
 }
 END_TEST
 
@@ -209,6 +235,7 @@ static Suite *policy_suite(void)
     tcase_add_test(decide, decide_accepts_eligible);
     tcase_add_test(decide, decide_each_reason);
     tcase_add_test(decide, decide_empty_call_declines_even_at_threshold_zero);
+    tcase_add_test(decide, decide_node_local_threshold);
     tcase_add_test(decide, decide_order);
     suite_add_tcase(s, decide);
     return s;

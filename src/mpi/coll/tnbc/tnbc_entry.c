@@ -13,6 +13,16 @@
 #include "mpiimpl.h"
 #include "tnbc_impl.h"
 
+/* Whether every process of an intracommunicator is on this node: the same answer on every
+ * process, from the node communicator MPICH made when the communicator was committed. */
+static int comm_is_node_local(const MPIR_Comm * comm)
+{
+    if (comm->local_size == 1)
+        return 1;
+    return comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__PARENT && comm->node_comm &&
+        comm->node_comm->local_size == comm->local_size;
+}
+
 MPIR_Tnbc_decision_t MPII_Tnbc_decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr)
 {
     /* The prologue runs for MPICH's own calls of MPIR_<Coll> as well; only the binding of
@@ -33,6 +43,7 @@ MPIR_Tnbc_decision_t MPII_Tnbc_decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm 
     facts->is_intercomm = (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM);
     facts->spans_worlds = !facts->is_intercomm && !facts->internal && facts->ready &&
         !MPII_Tnbc_policy.job_off && MPII_Tnbc_comm_spans_worlds(comm_ptr);
+    facts->node_local = !facts->is_intercomm && comm_is_node_local(comm_ptr);
 #ifdef MPL_HAVE_GPU
     /* any buffer may be device memory, and we would not know which process has one */
     facts->device_buffer = MPIR_CVAR_ENABLE_GPU;

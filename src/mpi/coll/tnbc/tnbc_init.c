@@ -55,6 +55,21 @@ cvars:
         peer) is smaller than this many bytes: below a few KiB, protecting pages costs more than
         the overlap hides. 0 offers every size.
 
+    - name        : MPIR_CVAR_TNBC_NODE_MIN_BYTES
+      category    : TNBC
+      type        : int
+      default     : 1048576
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        T-NBC declines a call on a communicator whose processes are all on one node when its
+        largest sub-message is smaller than this many bytes: within a node a CPU copies every
+        byte whether the call waits or not, and below about 1 MiB per pair T-NBC's own schedule
+        is slower than MPICH's algorithms (README.tnbc, section 6). Only calls whose sizes are
+        the same on every process (Alltoall, Allgather, Bcast, ...) are declined; an Alltoallv
+        is measured per call site. 0 offers every size.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -116,10 +131,14 @@ int MPIR_Tnbc_init(void)
     }
     MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_TNBC_MIN_BYTES < 0, mpi_errno, MPI_ERR_OTHER, "**cvar_val",
                          "**cvar_val %s %s", "MPIR_CVAR_TNBC_MIN_BYTES", "negative");
+    MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_TNBC_NODE_MIN_BYTES < 0, mpi_errno, MPI_ERR_OTHER,
+                         "**cvar_val", "**cvar_val %s %s", "MPIR_CVAR_TNBC_NODE_MIN_BYTES",
+                         "negative");
 
     MPII_Tnbc_policy.enabled_colls = mask;
     MPII_Tnbc_policy.supported_colls = MPII_TNBC_SUPPORTED_COLLS;
     MPII_Tnbc_policy.min_bytes = (size_t) MPIR_CVAR_TNBC_MIN_BYTES;
+    MPII_Tnbc_policy.node_min_bytes = (size_t) MPIR_CVAR_TNBC_NODE_MIN_BYTES;
     MPII_Tnbc_policy.job_off = 1;       /* until MPIR_Tnbc_world_init agrees */
     MPII_Tnbc_pvars_register();
     mpi_errno = MPII_Tnbc_access_init();

@@ -56,6 +56,8 @@ typedef enum {
     MPIR_TNBC_DECLINE_OP_TYPE,          /* reduction with a user-defined op or a datatype that
                                          * is not one predefined, gap-free type */
     MPIR_TNBC_DECLINE_SMALL,            /* no sub-message reaches MPIR_CVAR_TNBC_MIN_BYTES */
+    MPIR_TNBC_DECLINE_NODE_SMALL,       /* every process on one node, and no sub-message
+                                         * reaches MPIR_CVAR_TNBC_NODE_MIN_BYTES */
     MPIR_TNBC_DECISION_COUNT
 } MPIR_Tnbc_decision_t;
 
@@ -88,6 +90,7 @@ typedef struct {
     int device_buffer;
     int op_type_unsupported;    /* a reduction's op or datatype has no T-NBC schedule */
     int size_is_global;         /* largest_submsg_bytes is the same on every process */
+    int node_local;             /* every process of the communicator is on this node */
     size_t largest_submsg_bytes;        /* largest piece this rank moves to or from one peer */
 } MPIR_Tnbc_call_facts_t;
 
@@ -95,6 +98,7 @@ typedef struct {
     uint32_t enabled_colls;     /* MPIR_TNBC_COLL_BIT set */
     uint32_t supported_colls;   /* collectives with a schedule builder */
     size_t min_bytes;
+    size_t node_min_bytes;      /* the same for a communicator within one node */
     int job_off;                /* every call declined: until MPI_Init's agreement, and for
                                  * good where a process bypasses libmpi's libc wrappers */
 } MPIR_Tnbc_policy_t;
