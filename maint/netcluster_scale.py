@@ -19,6 +19,7 @@ def parse(stdout):
                 "period_us": int(kv.get("period_us", 0)), "quota_us": int(kv.get("quota_us", 0)),
                 "rate": kv.get("rate", "?"), "shaped": kv.get("shaped", "?"),
                 "rndv_thresh": kv.get("rndv_thresh", "default"),
+                "helper_share": kv.get("helper_share"),
                 "oversubscribed": "oversubscribed" in m.group(1)}
     except (KeyError, ValueError):
         return None
@@ -48,6 +49,10 @@ def describe(scales):
             parts.append("every rank on 1/D of a core, D = %g (CFS period %d us, quota %d us), "
                          "links shaped at %s = the modeled rate / D; times are modeled "
                          "(measured / %g)" % (d, period, quota, shaped, d))
+    helpers = sorted({s["helper_share"] for s in scales if s.get("helper_share")})
+    if helpers:
+        parts.append("T-NBC's helper thread of every rank on its own %s of a core, outside the "
+                     "rank's share (a node with spare cores for the helpers)" % ", ".join(helpers))
     eager = sorted({s["rndv_thresh"] for s in scales})
     return "Scale (maint/netcluster): " + "; ".join(parts) + "; UCX_RNDV_THRESH " + \
         ", ".join(eager) + " (inf: every configuration eager)."

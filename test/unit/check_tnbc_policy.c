@@ -169,7 +169,7 @@ START_TEST(decide_node_local_threshold)
     f.largest_submsg_bytes = 512 * 1024;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);       /* spans nodes */
     f.node_local = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NODE_SMALL);
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NODE);
     f.largest_submsg_bytes = 1 << 20;   /* the threshold itself is eligible */
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
     /* below both thresholds the general one is the reason */
@@ -181,6 +181,13 @@ START_TEST(decide_node_local_threshold)
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
     f.size_is_global = 1;
     p.node_min_bytes = 0;               /* offers every size within a node */
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
+    /* declining every call needs no size: an Alltoallv within a node is declined too */
+    p.node_min_bytes = MPIR_TNBC_NODE_DECLINE_ALL;
+    f.size_is_global = 0;
+    f.largest_submsg_bytes = (size_t) 1 << 40;
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NODE);
+    f.node_local = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
 }
 END_TEST
@@ -217,7 +224,7 @@ START_TEST(decide_order)
     f.op_type_unsupported = 0;
     ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
     f.largest_submsg_bytes = 4096;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NODE_SMALL);
+    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NODE);
 }
 END_TEST
 

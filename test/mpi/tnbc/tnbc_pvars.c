@@ -7,7 +7,7 @@
  * tnbc_returned_early counts them (the calls were handled early, not silently declined), and a
  * small Alltoall below the threshold counts as declined. Run with MPIR_CVAR_TNBC_ENABLE=1 and
  * the default threshold; with T-NBC off both counters stay 0. The job runs on one node: when
- * MPIR_CVAR_TNBC_NODE_MIN_BYTES (default 1 MiB) is above the large calls' 400 KB, T-NBC
+ * MPIR_CVAR_TNBC_NODE_MIN_BYTES is -1 (the default) or above the large calls' 400 KB, T-NBC
  * declines them too. */
 
 #include "mpitest.h"
@@ -33,8 +33,8 @@ int main(int argc, char *argv[])
     const char *env = getenv("MPIR_CVAR_TNBC_ENABLE");
     int on = env && strcmp(env, "1") == 0;
     const char *node_env = getenv("MPIR_CVAR_TNBC_NODE_MIN_BYTES");
-    unsigned long long node_min = node_env ? strtoull(node_env, NULL, 10) : 1048576;
-    int node_declines = on && (unsigned long long) count * sizeof(int) < node_min;
+    long long node_min = node_env ? strtoll(node_env, NULL, 10) : -1;
+    int node_declines = on && (node_min < 0 || (long long) (count * sizeof(int)) < node_min);
 
     unsigned long long early0 = read_pvar("tnbc_returned_early");
     unsigned long long declined0 = read_pvar("tnbc_declined");

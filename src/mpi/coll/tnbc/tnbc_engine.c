@@ -396,6 +396,8 @@ static void *helper_main(void *arg)
     int rescue = 0;
 
     on_helper = 1;
+    /* named for top, perf and the testbed's helper shares (maint/netcluster-cpu) */
+    prctl(PR_SET_NAME, "tnbc-helper", 0, 0, 0);
     /* short sleeps must stay short: the default 50 us timer slack would dominate them */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     while (!__atomic_load_n(&engine.stop, __ATOMIC_SEQ_CST)) {

@@ -58,17 +58,17 @@ cvars:
     - name        : MPIR_CVAR_TNBC_NODE_MIN_BYTES
       category    : TNBC
       type        : int
-      default     : 1048576
+      default     : -1
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_ALL_EQ
       description : >-
-        T-NBC declines a call on a communicator whose processes are all on one node when its
-        largest sub-message is smaller than this many bytes: within a node a CPU copies every
-        byte whether the call waits or not, and below about 1 MiB per pair T-NBC's own schedule
-        is slower than MPICH's algorithms (README.tnbc, section 6). Only calls whose sizes are
-        the same on every process (Alltoall, Allgather, Bcast, ...) are declined; an Alltoallv
-        is measured per call site. 0 offers every size.
+        On a communicator whose processes are all on one node: -1 (default), T-NBC declines
+        every call (MPICH's algorithms run); 0, it takes every size; N, it declines the calls
+        whose largest sub-message is below N bytes (only collectives whose sizes are the same
+        on every process, such as Alltoall or Bcast). Within a node a CPU copies every byte
+        whether the call waits or not, so with a core per process nothing overlaps and T-NBC's
+        own schedule only adds its costs (README.tnbc, section 6).
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -131,14 +131,15 @@ int MPIR_Tnbc_init(void)
     }
     MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_TNBC_MIN_BYTES < 0, mpi_errno, MPI_ERR_OTHER, "**cvar_val",
                          "**cvar_val %s %s", "MPIR_CVAR_TNBC_MIN_BYTES", "negative");
-    MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_TNBC_NODE_MIN_BYTES < 0, mpi_errno, MPI_ERR_OTHER,
+    MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_TNBC_NODE_MIN_BYTES < -1, mpi_errno, MPI_ERR_OTHER,
                          "**cvar_val", "**cvar_val %s %s", "MPIR_CVAR_TNBC_NODE_MIN_BYTES",
-                         "negative");
+                         "below -1");
 
     MPII_Tnbc_policy.enabled_colls = mask;
     MPII_Tnbc_policy.supported_colls = MPII_TNBC_SUPPORTED_COLLS;
     MPII_Tnbc_policy.min_bytes = (size_t) MPIR_CVAR_TNBC_MIN_BYTES;
-    MPII_Tnbc_policy.node_min_bytes = (size_t) MPIR_CVAR_TNBC_NODE_MIN_BYTES;
+    MPII_Tnbc_policy.node_min_bytes = MPIR_CVAR_TNBC_NODE_MIN_BYTES < 0 ?
+        MPIR_TNBC_NODE_DECLINE_ALL : (size_t) MPIR_CVAR_TNBC_NODE_MIN_BYTES;
     MPII_Tnbc_policy.job_off = 1;       /* until MPIR_Tnbc_world_init agrees */
     MPII_Tnbc_pvars_register();
     mpi_errno = MPII_Tnbc_access_init();

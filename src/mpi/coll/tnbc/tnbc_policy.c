@@ -45,7 +45,7 @@ static const char *const decision_names[MPIR_TNBC_DECISION_COUNT] = {
     [MPIR_TNBC_DECLINE_DEVICE_BUFFER] = "GPU support on (device buffers)",
     [MPIR_TNBC_DECLINE_OP_TYPE] = "user-defined op or derived/padded datatype",
     [MPIR_TNBC_DECLINE_SMALL] = "below MPIR_CVAR_TNBC_MIN_BYTES",
-    [MPIR_TNBC_DECLINE_NODE_SMALL] = "within one node, below MPIR_CVAR_TNBC_NODE_MIN_BYTES",
+    [MPIR_TNBC_DECLINE_NODE] = "within one node (MPIR_CVAR_TNBC_NODE_MIN_BYTES)",
 };
 
 static const char *const outcome_names[MPIR_TNBC_OUTCOME_COUNT] = {
@@ -174,10 +174,11 @@ MPIR_Tnbc_decision_t MPIR_Tnbc_decide(const MPIR_Tnbc_policy_t * policy,
         (facts->largest_submsg_bytes < policy->min_bytes || facts->largest_submsg_bytes == 0))
         return MPIR_TNBC_DECLINE_SMALL;
     /* Within a node a CPU copies every byte, in the call or in the helper: with every core
-     * computing there is nothing to overlap, and T-NBC's own schedule costs more than stock's
-     * below a size measured per machine (README.tnbc). */
-    if (facts->size_is_global && facts->node_local &&
-        facts->largest_submsg_bytes < policy->node_min_bytes)
-        return MPIR_TNBC_DECLINE_NODE_SMALL;
+     * computing there is nothing to overlap, and T-NBC's own schedule only adds its costs
+     * (README.tnbc). Declining every call needs no size, so it holds for every collective. */
+    if (facts->node_local && (policy->node_min_bytes == MPIR_TNBC_NODE_DECLINE_ALL ||
+                              (facts->size_is_global &&
+                               facts->largest_submsg_bytes < policy->node_min_bytes)))
+        return MPIR_TNBC_DECLINE_NODE;
     return MPIR_TNBC_ACCEPT;
 }

@@ -56,8 +56,9 @@ typedef enum {
     MPIR_TNBC_DECLINE_OP_TYPE,          /* reduction with a user-defined op or a datatype that
                                          * is not one predefined, gap-free type */
     MPIR_TNBC_DECLINE_SMALL,            /* no sub-message reaches MPIR_CVAR_TNBC_MIN_BYTES */
-    MPIR_TNBC_DECLINE_NODE_SMALL,       /* every process on one node, and no sub-message
-                                         * reaches MPIR_CVAR_TNBC_NODE_MIN_BYTES */
+    MPIR_TNBC_DECLINE_NODE,             /* every process on one node, and no sub-message
+                                         * reaches MPIR_CVAR_TNBC_NODE_MIN_BYTES (by default
+                                         * none does) */
     MPIR_TNBC_DECISION_COUNT
 } MPIR_Tnbc_decision_t;
 
@@ -98,10 +99,13 @@ typedef struct {
     uint32_t enabled_colls;     /* MPIR_TNBC_COLL_BIT set */
     uint32_t supported_colls;   /* collectives with a schedule builder */
     size_t min_bytes;
-    size_t node_min_bytes;      /* the same for a communicator within one node */
+    size_t node_min_bytes;      /* the same for a communicator within one node;
+                                 * MPIR_TNBC_NODE_DECLINE_ALL: every call, whatever its sizes */
     int job_off;                /* every call declined: until MPI_Init's agreement, and for
                                  * good where a process bypasses libmpi's libc wrappers */
 } MPIR_Tnbc_policy_t;
+
+#define MPIR_TNBC_NODE_DECLINE_ALL SIZE_MAX
 
 const char *MPIR_Tnbc_coll_name(MPIR_Tnbc_coll_t coll);
 const char *MPIR_Tnbc_decision_name(MPIR_Tnbc_decision_t decision);
