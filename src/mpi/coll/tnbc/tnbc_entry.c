@@ -14,10 +14,11 @@
 #include "tnbc_impl.h"
 
 /* Whether every process of an intracommunicator is on this node: the same answer on every
- * process, from the node communicator MPICH made when the communicator was committed. */
+ * process, from the node communicator MPICH made when the communicator was committed (a node
+ * is a clique where MPIR_CVAR_NUM_CLIQUES says so). */
 static int comm_is_node_local(const MPIR_Comm * comm)
 {
-    if (comm->local_size == 1)
+    if (comm->local_size == 1 || comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE)
         return 1;
     return comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__PARENT && comm->node_comm &&
         comm->node_comm->local_size == comm->local_size;

@@ -53,7 +53,8 @@ cvars:
       description : >-
         T-NBC declines a call whose largest sub-message (the data one process moves to or from one
         peer) is smaller than this many bytes: below a few KiB, protecting pages costs more than
-        the overlap hides. 0 offers every size.
+        the overlap hides. 0 offers every size. Must be the same on every process (T-NBC is
+        off for the job otherwise).
 
     - name        : MPIR_CVAR_TNBC_NODE_MIN_BYTES
       category    : TNBC
@@ -68,7 +69,8 @@ cvars:
         whose largest sub-message is below N bytes (only collectives whose sizes are the same
         on every process, such as Alltoall or Bcast). Within a node a CPU copies every byte
         whether the call waits or not, so with a core per process nothing overlaps and T-NBC's
-        own schedule only adds its costs (README.tnbc, section 6).
+        own schedule only adds its costs (README.tnbc, section 7). Must be the same on every
+        process (T-NBC is off for the job otherwise); below -1 MPI_Init fails.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -158,37 +160,67 @@ int MPIR_Tnbc_init(void)
  * a dlopen that does), a system call on a guarded page fails with EFAULT and the program's
  * SIGSEGV handler would replace ours. Then T-NBC stays off for the whole job (it is off from
  * MPIR_Tnbc_init until this agreement: a process that never calls MPI_Init has none), so that
- * every process still runs the same protocol; the lowest such rank says why, once. */
-static int agree_on_interposition(void)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
-    MPIR_Comm *world = MPIR_Process.comm_world;
-    const char *bypassed = "?", *missing = MPIR_Pageguard_libc_missing();
-    int mine = !missing && MPIR_Pageguard_interposed(&bypassed) ? INT_MAX : world->rank;
-    int first_bypassing;
+ * every process still runs the same protocol; the lowest such rank says why, once. So it does
+ * when the thresholds that decline calls differ between processes (an MPMD launch that sets
+ * them for some), since processes that decide differently never match their messages. */
+enum {
+    MPII_AGREE_FIRST_BYPASSING,
+    MPII_AGREE_MIN_BYTES, MPII_AGREE_MIN_BYTES_NEG,     /* the least, and minus the most */
+    MPII_AGREE_NODE_MIN, MPII_AGREE_NODE_MIN_NEG,
+    MPII_AGREE_COUNT
+};
 
-    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
-    mpi_errno = MPIR_Allreduce(&mine, &first_bypassing, 1, MPI_INT, MPI_MIN, world, &errflag);
-    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
-    MPIR_ERR_CHECK(mpi_errno);
-    MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
-    if (first_bypassing == INT_MAX) {
-        MPII_Tnbc_policy.job_off = 0;
-        goto fn_exit;
-    }
-    if (first_bypassing == world->rank && missing) {
+static void say_off_for_job(int rank, const char *missing, const char *bypassed)
+{
+    if (missing) {
         fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d found no definition of "
-                "%s() in the C library.\n", world->rank, missing);
-    } else if (first_bypassing == world->rank) {
+                "%s() in the C library.\n", rank, missing);
+    } else if (bypassed) {
         Dl_info self;
         const char *libmpi = dladdr((void *) MPIR_Tnbc_world_init, &self) && self.dli_fname ?
             self.dli_fname : "libmpi.so.12";
         fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d calls libc's %s(), not "
                 "libmpi's (libmpi was loaded after libc). Link the program with mpicc, mpicxx "
                 "or mpif90, or run it with LD_PRELOAD=%s (README.tnbc, \"Linking\").\n",
-                world->rank, bypassed, libmpi);
+                rank, bypassed, libmpi);
+    } else {
+        fprintf(stderr, "[tnbc] T-NBC is off for this job: MPIR_CVAR_TNBC_MIN_BYTES or "
+                "MPIR_CVAR_TNBC_NODE_MIN_BYTES differs between processes; give every process "
+                "the same value.\n");
     }
+}
+
+static int agree_on_interposition(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    MPIR_Comm *world = MPIR_Process.comm_world;
+    const char *bypassed = "?", *missing = MPIR_Pageguard_libc_missing();
+    int mine[MPII_AGREE_COUNT], all[MPII_AGREE_COUNT];
+
+    mine[MPII_AGREE_FIRST_BYPASSING] = !missing && MPIR_Pageguard_interposed(&bypassed) ?
+        INT_MAX : world->rank;
+    mine[MPII_AGREE_MIN_BYTES] = MPIR_CVAR_TNBC_MIN_BYTES;
+    mine[MPII_AGREE_MIN_BYTES_NEG] = -MPIR_CVAR_TNBC_MIN_BYTES;
+    mine[MPII_AGREE_NODE_MIN] = MPIR_CVAR_TNBC_NODE_MIN_BYTES;
+    mine[MPII_AGREE_NODE_MIN_NEG] = -MPIR_CVAR_TNBC_NODE_MIN_BYTES;
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    mpi_errno = MPIR_Allreduce(mine, all, MPII_AGREE_COUNT, MPI_INT, MPI_MIN, world, &errflag);
+    MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
+
+    int first_bypassing = all[MPII_AGREE_FIRST_BYPASSING];
+    int thresholds_agree = all[MPII_AGREE_MIN_BYTES] == -all[MPII_AGREE_MIN_BYTES_NEG] &&
+        all[MPII_AGREE_NODE_MIN] == -all[MPII_AGREE_NODE_MIN_NEG];
+    if (first_bypassing == INT_MAX && thresholds_agree) {
+        MPII_Tnbc_policy.job_off = 0;
+        goto fn_exit;
+    }
+    if (first_bypassing == world->rank)
+        say_off_for_job(world->rank, missing, missing ? NULL : bypassed);
+    else if (first_bypassing == INT_MAX && world->rank == 0)
+        say_off_for_job(0, NULL, NULL);
 
   fn_exit:
     return mpi_errno;
