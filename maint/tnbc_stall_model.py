@@ -1,0 +1,157 @@
+##
+## mpich-tnbc: how long a code that reads an Alltoall's blocks right away must stall, on a
+## cluster of nodes whose links carry a given rate (the priorities issue's model). Pure Python,
+## no MPI: maint/stall-model prints it, test/maint/test-stall-model checks it.
+##
+## The job: NODES x PPN ranks, placed in blocks (rank r on node r // PPN) or cyclically
+## (node r % NODES). Every rank sends BYTES to every rank; right after the call each rank reads
+## the blocks in its order, one every READ seconds, and stalls when the next has not arrived.
+## A block between two ranks of one node arrives at once (shared memory); a block between nodes
+## crosses the sender's uplink and the receiver's downlink, each carrying RATE bytes per second
+## of payload (the link rate times the TCP payload share of a frame), and arrives LATENCY plus
+## the per-message COST after its last byte left.
+##
+## Two figures per rank, both the stall after the call returns:
+##   fifo   every block sent at once (T-NBC without priorities): the links are shared fairly
+##          between the blocks that cross them (max-min fair rates, recomputed whenever a block
+##          completes);
+##   bound  what no order of sending can beat: for every link and every m, the remote blocks
+##          among the first m reads of the ranks whose blocks cross that link need
+##          bytes / RATE to cross it, so the last of them arrives no earlier, while its reader
+##          reached it after at most m - 1 reads: that reader stalls at least the difference.
+##          The bound holds for the largest stall over ranks (the benchmarks' "stall" column).
+##
+
+TCP_PAYLOAD_SHARE = 1448.0 / 1514.0     # MTU 1500, timestamps: payload per frame tbf counts
+
+KERNEL_ORDERS = ("ft", "crc", "crcrot")
+
+
+def node_of(rank, nodes, ppn, placement):
+    if placement == "block":
+        return rank // ppn
+    if placement == "cyclic":
+        return rank % nodes
+    raise ValueError("placement must be block or cyclic, not %r" % placement)
+
+
+def read_order(kernel, rank, size):
+    """The blocks rank reads, by source rank, in the order it reads them."""
+    if kernel in ("ft", "crc"):
+        return list(range(size))
+    if kernel == "crcrot":
+        return [(rank + 1 + s) % size for s in range(size)]
+    raise ValueError("kernel must be one of %s, not %r" % (", ".join(KERNEL_ORDERS), kernel))
+
+
+def rate_bytes(text):
+    """'200mbit', '1gbit', '40000kbit', '1e9' (bit/s) -> bytes per second on the wire."""
+    units = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "bit": 1.0}
+    t = text.strip().lower()
+    for u in ("kbit", "mbit", "gbit", "bit"):
+        if t.endswith(u):
+            return float(t[:-len(u)]) * units[u] / 8.0
+    return float(t) / 8.0
+
+
+class Layout:
+    def __init__(self, nodes, ppn, placement, rate, nbytes, read_s, latency_s=0.0,
+                 msg_cost_s=0.0, payload_share=TCP_PAYLOAD_SHARE):
+        if nodes < 1 or ppn < 1 or nbytes < 0 or read_s < 0 or rate <= 0:
+            raise ValueError("bad layout")
+        self.nodes, self.ppn, self.placement = nodes, ppn, placement
+        self.size = nodes * ppn
+        self.goodput = rate * payload_share        # payload bytes per second per link direction
+        self.nbytes, self.read_s = nbytes, read_s
+        self.latency_s, self.msg_cost_s = latency_s, msg_cost_s
+        self.node = [node_of(r, nodes, ppn, placement) for r in range(self.size)]
+
+    def remote(self, src, dst):
+        return self.node[src] != self.node[dst]
+
+
+def stall(arrivals, read_s):
+    """The reader's stall: it reads the blocks in order, one every read_s, waiting for each."""
+    t = waited = 0.0
+    for a in arrivals:
+        if a > t:
+            waited += a - t
+            t = a
+        t += read_s
+    return waited
+
+
+def fifo_arrivals(lay):
+    """arrival[dst][src] when every block is sent at once over max-min fair links."""
+    arrival = [[0.0] * lay.size for _ in range(lay.size)]
+    left = {}
+    for dst in range(lay.size):
+        for src in range(lay.size):
+            if lay.remote(src, dst) and lay.nbytes > 0:
+                left[(src, dst)] = float(lay.nbytes)
+            elif lay.remote(src, dst):
+                arrival[dst][src] = lay.latency_s + lay.msg_cost_s
+    now = 0.0
+    while left:
+        rates = fair_rates(lay, list(left))
+        step = min(left[f] / rates[f] for f in left)
+        now += step
+        for f in list(left):
+            left[f] -= rates[f] * step
+            if left[f] <= 1e-6 * lay.nbytes:
+                del left[f]
+                arrival[f[1]][f[0]] = now + lay.latency_s + lay.msg_cost_s
+    return arrival
+
+
+def fair_rates(lay, flows):
+    """Max-min fair rates of flows (src, dst) over the uplinks and downlinks (water-filling)."""
+    cap = {}
+    users = {}
+    for f in flows:
+        for link in (("up", lay.node[f[0]]), ("down", lay.node[f[1]])):
+            cap[link] = lay.goodput
+            users.setdefault(link, []).append(f)
+    rate = {}
+    active = set(flows)
+    while active:
+        share = {l: cap[l] / sum(1 for f in users[l] if f in active)
+                 for l in users if any(f in active for f in users[l])}
+        tight = min(share, key=share.get)
+        r = share[tight]
+        for f in [f for f in users[tight] if f in active]:
+            rate[f] = r
+            active.discard(f)
+            for link in (("up", lay.node[f[0]]), ("down", lay.node[f[1]])):
+                cap[link] -= r
+    return rate
+
+
+def fifo_stalls(lay, kernel):
+    arrival = fifo_arrivals(lay)
+    return [stall([arrival[r][s] for s in read_order(kernel, r, lay.size)], lay.read_s)
+            for r in range(lay.size)]
+
+
+def bound_max_stall(lay, kernel):
+    """The least largest stall over ranks that any order of sending allows (see the header)."""
+    orders = [read_order(kernel, r, lay.size) for r in range(lay.size)]
+    best = 0.0
+    for m in range(1, lay.size + 1):
+        crossing = {}
+        for r in range(lay.size):
+            for src in orders[r][:m]:
+                if lay.remote(src, r):
+                    for link in (("up", lay.node[src]), ("down", lay.node[r])):
+                        crossing[link] = crossing.get(link, 0) + lay.nbytes
+        for nbytes in crossing.values():
+            last = nbytes / lay.goodput + lay.latency_s + lay.msg_cost_s
+            best = max(best, last - (m - 1) * lay.read_s)
+    return best
+
+
+def predict(lay, kernel):
+    """{'fifo_max', 'fifo_mean', 'bound_max'} in seconds."""
+    s = fifo_stalls(lay, kernel)
+    return {"fifo_max": max(s), "fifo_mean": sum(s) / len(s),
+            "bound_max": bound_max_stall(lay, kernel)}
