@@ -218,7 +218,7 @@ static int agree_on_interposition(void)
         goto fn_exit;
     }
     if (first_bypassing == world->rank)
-        say_off_for_job(world->rank, missing, missing ? NULL : bypassed);
+        say_off_for_job(world->rank, missing, bypassed);
     else if (first_bypassing == INT_MAX && world->rank == 0)
         say_off_for_job(0, NULL, NULL);
 
