@@ -445,6 +445,73 @@ START_TEST(forgotten_pages_are_left_alone)
 }
 END_TEST
 
+/* Landing and giving a page up claim it by compare-and-swap, so the data never lands in a page
+ * the program owns again: a page being landed is not given up (the thread that wanted it
+ * waits), and landing skips a page being given up. */
+START_TEST(landing_and_giving_up_exclude_each_other)
+{
+    char *mem = map_pages(4);
+    size_t off[1] = { 0 }, len[1] = { 4 * ps };
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 4 * ps, 1, off, len, MPIR_PAGEGUARD_RECV, 0, &r),
+                     MPIR_PAGEGUARD_OK);
+    memset(MPIR_Pageguard_staging(r), 'q', 4 * ps);
+
+    atomic_store(&r->page_state[1], MPII_PAGE_LANDING);
+    ck_assert_int_eq(MPII_Pageguard_forget_page(r, 1), 0);
+    ck_assert_int_eq(atomic_load(&r->page_state[1]), MPII_PAGE_LANDING);
+    atomic_store(&r->page_state[1], MPII_PAGE_GUARDED);
+
+    atomic_store(&r->page_state[2], MPII_PAGE_FORGETTING);
+    ck_assert_int_eq(MPII_Pageguard_mprotect((uintptr_t) mem + 2 * ps, ps,
+                                             PROT_READ | PROT_WRITE), 0);
+    memset(mem + 2 * ps, 'p', ps);      /* the program's again */
+    ck_assert_int_eq(MPIR_Pageguard_complete(r, 0), MPIR_PAGEGUARD_OK);
+    ck_assert_int_eq(mem[ps], 'q');
+    ck_assert_int_eq(mem[2 * ps], 'p');
+    ck_assert_int_eq(mem[3 * ps - 1], 'p');
+    ck_assert_int_eq(mem[3 * ps], 'q');
+    ck_assert_int_eq(atomic_load(&r->page_state[2]), MPII_PAGE_FORGETTING);
+    atomic_store(&r->page_state[2], MPII_PAGE_FORGOTTEN);
+    MPIR_Pageguard_unregister(r);
+    munmap(mem, 4 * ps);
+}
+END_TEST
+
+struct forgetter {
+    MPIR_Pageguard_region_t *r;
+    char *page;
+};
+
+static void *finish_forgetting_later(void *arg)
+{
+    struct forgetter *f = arg;
+    sleep_ms(150);
+    MPII_Pageguard_mprotect((uintptr_t) f->page, ps, PROT_READ | PROT_WRITE);
+    atomic_store(&f->r->page_state[0], MPII_PAGE_FORGOTTEN);
+    return NULL;
+}
+
+/* A fault on a page being given up runs again until the thread giving it up has opened it,
+ * however long that thread is held up. */
+START_TEST(fault_on_page_being_given_up_runs_again)
+{
+    char *mem = map_pages(2);
+    size_t off[1] = { 0 }, len[1] = { 2 * ps };
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, off, len, MPIR_PAGEGUARD_RECV, 0, &r),
+                     MPIR_PAGEGUARD_OK);
+    atomic_store(&r->page_state[0], MPII_PAGE_FORGETTING);
+    struct forgetter f = { r, mem };
+    pthread_t t;
+    pthread_create(&t, NULL, finish_forgetting_later, &f);
+    ck_assert_int_eq(((volatile char *) mem)[10], 0x11);  /* untouched by landing */
+    pthread_join(t, NULL);
+    MPIR_Pageguard_unregister(r);
+    munmap(mem, 2 * ps);
+}
+END_TEST
+
 /* A page shared by two sub-messages opens only when both are complete. */
 START_TEST(shared_page_waits_for_both)
 {
@@ -1414,6 +1481,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, mapping_queries_agree);
     tcase_add_test(tc, staging_is_kept_for_the_next_region);
     tcase_add_test(tc, forgotten_pages_are_left_alone);
+    tcase_add_test(tc, landing_and_giving_up_exclude_each_other);
     tcase_add_test(tc, shared_page_waits_for_both);
     tcase_add_test(tc, stack_buffer);
     tcase_add_test(tc, budget_refusal_leaves_buffer_alone);
@@ -1436,6 +1504,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test_raise_signal(tc, thread_that_cannot_wait_aborts, SIGABRT);
     tcase_add_test_raise_signal(tc, cannot_wait_on_live_frame_aborts, SIGABRT);
     tcase_add_test(tc, cannot_wait_on_own_stack_gives_page_up);
+    tcase_add_test(tc, fault_on_page_being_given_up_runs_again);
     tcase_add_test(tc, free_forgets_receive_pages);
     tcase_add_test(tc, realloc_waits_for_the_data);
     tcase_add_test(tc, reused_buffer_waits_for_the_newer_region);

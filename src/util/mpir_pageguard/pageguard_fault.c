@@ -43,7 +43,6 @@ static __thread unsigned long unmatched_changes __attribute__ ((tls_model("initi
 static __thread int unmatched_retries __attribute__ ((tls_model("initial-exec")));
 static __thread int unmatched_stale __attribute__ ((tls_model("initial-exec")));
 static __thread uint64_t unmatched_ns __attribute__ ((tls_model("initial-exec")));
-static __thread uint64_t unmatched_since __attribute__ ((tls_model("initial-exec")));
 /* ... at most this often, however busy the progress side */
 #define MPII_PAGEGUARD_MAX_RETRIES 8
 /* A run instruction faults again within microseconds. The handler never sees an access
@@ -55,10 +54,6 @@ static __thread uint64_t unmatched_since __attribute__ ((tls_model("initial-exec
  * Linux 6.18 while the helper opens a run of pages the reader waits at); its mapping is then
  * open. Such faults are run again, yielding, at most this many times per access. */
 #define MPII_PAGEGUARD_MAX_STALE 100000
-/* A page given up (forgotten) is opened just after its state changes, by another thread that
- * may be descheduled in between: its faults are run again for this long before they are taken
- * for the program's own protection. */
-#define MPII_PAGEGUARD_FORGET_NS (100 * 1000 * 1000)
 
 static void handler(int sig, siginfo_t * info, void *uctx);
 
@@ -345,6 +340,8 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
             addr >= stack_lo && addr < stack_hi) {
             if (MPII_Pageguard_forget_page(r, page))
                 MPII_Pageguard_wake(r);
+            else
+                sched_yield();  /* being landed: the access runs again once it is written */
             return;
         }
         /* the data cannot come while this thread runs, and going on without it would lose it
@@ -385,13 +382,13 @@ static int fault_access(const void *uctx)
 #endif
 }
 
-/* A fault at addr on no guarded page (released: on a page a region has released): run the
- * access again, or pass the fault on (0)? A released page may have been opened while this
- * fault was on its way. A fault that repeats there with nothing released meanwhile comes from
- * someone else's protection (the application's mprotect, say) and is theirs, like one on no
- * region -- unless the page we released now allows the access that faulted, when the fault
- * is stale. */
-static int run_again(uintptr_t addr, int access, int released, int forgotten)
+/* A fault at addr on no guarded page (released: on a page a region has released or given up;
+ * forgetting: on one being given up): run the access again, or pass the fault on (0)? A
+ * released page may have been opened while this fault was on its way. A fault that repeats
+ * there with nothing released meanwhile comes from someone else's protection (the
+ * application's mprotect, say) and is theirs, like one on no region -- unless the page we
+ * released now allows the access that faulted, when the fault is stale. */
+static int run_again(uintptr_t addr, int access, int released, int forgetting)
 {
     unsigned long changes = atomic_load(&MPII_pageguard.changes);
     uint64_t now = MPII_Pageguard_now_ns();
@@ -399,10 +396,13 @@ static int run_again(uintptr_t addr, int access, int released, int forgotten)
         unmatched_addr = 0;     /* a new access */
         unmatched_retries = 0;
         unmatched_stale = 0;
-        unmatched_since = now;
     }
     int again = 0;
-    if ((released || atomic_load(&MPII_pageguard.on)) &&
+    if (forgetting) {
+        /* opened in a moment by the thread giving it up, however long it is descheduled */
+        sched_yield();
+        again = 1;
+    } else if ((released || atomic_load(&MPII_pageguard.on)) &&
         (unmatched_addr != addr ||
          (unmatched_changes != changes && unmatched_retries < MPII_PAGEGUARD_MAX_RETRIES))) {
         unmatched_addr = addr;
@@ -413,9 +413,6 @@ static int run_again(uintptr_t addr, int access, int released, int forgotten)
                MPII_Pageguard_mapping_allows(addr, access) == 1) {
         unmatched_stale++;
         atomic_fetch_add(&MPII_pageguard.stale_faults, 1);
-        sched_yield();
-        again = 1;
-    } else if (forgotten && now - unmatched_since < MPII_PAGEGUARD_FORGET_NS) {
         sched_yield();
         again = 1;
     } else {
@@ -437,7 +434,7 @@ static void handler(int sig, siginfo_t * info, void *uctx)
     if (info->si_code == SEGV_ACCERR || info->si_code == SEGV_MAPERR) {
         uintptr_t addr = (uintptr_t) info->si_addr;
         size_t ps = MPII_pageguard.pagesize;
-        int released = 0, forgotten = 0;
+        int released = 0, forgetting = 0;
         /* The region that guards the page, if any. A buffer reused by the next collective can
          * be in two regions at once, the older one finished (its pages released) but not yet
          * unregistered: only a guarded page is waited for. */
@@ -450,21 +447,20 @@ static void handler(int sig, siginfo_t * info, void *uctx)
                 size_t page = (addr - r->gbase) / ps;
                 int state = atomic_load(&r->page_state[page]);
                 if (MPII_Pageguard_page_waits(state) &&
-                    (info->si_code == SEGV_ACCERR || state == MPII_PAGE_MOVING)) {
+                    (info->si_code == SEGV_ACCERR || state == MPII_PAGE_LANDING)) {
                     on_our_page(r, addr, page);
                     MPII_Pageguard_slot_leave(slot);
                     unmatched_addr = 0;
                     errno = saved_errno;
                     return;
                 }
-                /* a forgotten page is opened just after its state changed */
                 released |= (state == MPII_PAGE_RELEASED || state == MPII_PAGE_FORGOTTEN);
-                forgotten |= (state == MPII_PAGE_FORGOTTEN);
+                forgetting |= (state == MPII_PAGE_FORGETTING);
             }
             MPII_Pageguard_slot_leave(slot);
         }
         if (info->si_code == SEGV_ACCERR &&
-            run_again(addr, fault_access(uctx), released, forgotten)) {
+            run_again(addr, fault_access(uctx), released, forgetting)) {
             errno = saved_errno;
             return;
         }

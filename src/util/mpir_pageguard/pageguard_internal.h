@@ -20,21 +20,23 @@
 #define MPII_PAGEGUARD_MAX_REGIONS 256
 #define MPII_PAGEGUARD_STAGING_CACHED 8 /* staging mappings kept at most */
 
-/* Page states, read by the handler */
+/* Page states, read by the handler. A guarded page changes hands by compare-and-swap: landing
+ * claims it (LANDING) and a thread giving it up claims it (FORGETTING), never both. */
 enum {
     MPII_PAGE_UNGUARDED = 0,    /* holds no sub-message byte: never protected by us */
     MPII_PAGE_GUARDED = 1,      /* protected, waiting for its sub-messages */
     MPII_PAGE_RELEASED = 2,     /* accessible again */
-    MPII_PAGE_FORGOTTEN = 3,    /* unmapped by the application: never landed, touched or
-                                 * protected again */
-    MPII_PAGE_MOVING = 4        /* its data is being moved in: waited for like a guarded page,
-                                 * never forgotten meanwhile */
+    MPII_PAGE_FORGOTTEN = 3,    /* given up (unmapped by the application, or stack reused):
+                                 * open, never landed, touched or protected again */
+    MPII_PAGE_LANDING = 4,      /* data is being written or moved in: waited for like a guarded
+                                 * page, never forgotten meanwhile */
+    MPII_PAGE_FORGETTING = 5    /* being opened to become FORGOTTEN: a fault there runs again */
 };
 
 /* A thread touching a page in this state waits. */
 static inline int MPII_Pageguard_page_waits(int state)
 {
-    return state == MPII_PAGE_GUARDED || state == MPII_PAGE_MOVING;
+    return state == MPII_PAGE_GUARDED || state == MPII_PAGE_LANDING;
 }
 
 struct MPIR_Pageguard_region {
@@ -186,7 +188,7 @@ int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintp
  * was guarded. Callers wake the waiters. Signal-safe (atomics and mprotect). */
 int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p);
 /* Land whole pages [lo, hi) of receive region r (page aligned, inside one complete sub-message,
- * every page guarded; r->lock held) by moving staging's pages there (pageguard_move.c).
+ * every page claimed for landing; r->lock held) by moving staging's pages there (pageguard_move.c).
  * Returns 1 when they moved (they are open and released now), 0 when they must be copied. */
 int MPII_Pageguard_move_run(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi);
 /* Set while this thread announces a move: the unmap event that raises is not the program's. */

@@ -22,7 +22,7 @@
  * checked before the move (PROCMAP_QUERY from Linux 6.11, else the maps text). The
  * kernel may unmap a move's target and then fail (out of memory, commit limits): such a hole
  * is filled again at once (MAP_FIXED_NOREPLACE, never over another thread's new mapping), a
- * reader meanwhile waits (the handler takes a SEGV_MAPERR on a moving page for ours), and a
+ * reader meanwhile waits (the handler takes a SEGV_MAPERR on a landing page for ours), and a
  * hole that could not be filled is never unmapped later. Pages of the moving thread's own stack
  * (it could fault on them itself) and of the main thread's growing stack never move. Only raw
  * system calls: no memory hooks (UCX's) or wrappers see the moves, which the network layer
@@ -148,12 +148,6 @@ void MPII_Pageguard_move_done(MPIR_Pageguard_region_t * r)
     r->spare = NULL;
 }
 
-static void unclaim(MPIR_Pageguard_region_t * r, size_t first, size_t end)
-{
-    for (size_t p = first; p < end; p++)
-        atomic_store(&r->page_state[p], MPII_PAGE_GUARDED);
-}
-
 /* A move failed: every range must be mapped as before (the buffer's protected); what cannot be
  * is given up for good (no more moves, never unmapped by us). */
 static void recover(MPIR_Pageguard_region_t * r, uintptr_t lo, char *spare, char *src,
@@ -176,7 +170,7 @@ static void recover(MPIR_Pageguard_region_t * r, uintptr_t lo, char *spare, char
 int MPII_Pageguard_move_run(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi)
 {
     size_t ps = MPII_pageguard.pagesize, len = hi - lo;
-    size_t first = (lo - r->gbase) / ps, end = (hi - r->gbase) / ps, claimed;
+    size_t first = (lo - r->gbase) / ps, end = (hi - r->gbase) / ps;
     char *src = r->staging + (lo - r->base);
 
     if (!(r->flags & MPIR_PAGEGUARD_MOVE) || r->no_moves || !MPII_pageguard.config.move_min ||
@@ -184,19 +178,14 @@ int MPII_Pageguard_move_run(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t
         atomic_load(&MPII_pageguard.moves_off) || r->open_prot != (PROT_READ | PROT_WRITE) ||
         MPII_Pageguard_on_own_stack(lo, hi))
         return 0;
-    /* a reader now waits as for a guarded page; a free() can no longer forget these pages */
-    for (claimed = first; claimed < end; claimed++) {
-        unsigned char guarded = MPII_PAGE_GUARDED;
-        if (!atomic_compare_exchange_strong(&r->page_state[claimed], &guarded, MPII_PAGE_MOVING))
-            break;
-    }
+    for (size_t p = first; p < end; p++)
+        if (atomic_load(&r->page_state[p]) != MPII_PAGE_LANDING)
+            return 0;
     char *spare = NULL;
-    if (claimed < end || !one_plain_mapping(lo, hi, PROT_NONE) ||
+    if (!one_plain_mapping(lo, hi, PROT_NONE) ||
         !one_plain_mapping((uintptr_t) src, (uintptr_t) src + len, PROT_READ | PROT_WRITE) ||
-        !room_for_mappings() || !(spare = spare_for(r, lo))) {
-        unclaim(r, first, claimed);
+        !room_for_mappings() || !(spare = spare_for(r, lo)))
         return 0;
-    }
     /* from here on, what the network layer registered of either range is stale */
     MPII_Pageguard_replacing = 1;
     int told = MPII_pageguard.config.pages_replaced((void *) lo, len) &&
@@ -204,12 +193,10 @@ int MPII_Pageguard_move_run(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t
     MPII_Pageguard_replacing = 0;
     if (!told) {
         atomic_store(&MPII_pageguard.moves_off, 1);
-        unclaim(r, first, end);
         return 0;
     }
     if (move((void *) lo, len, spare) != 0) {
         recover(r, lo, spare, src, len);
-        unclaim(r, first, end);
         return 0;
     }
     if (move(src, len, (void *) lo) != 0) {
@@ -218,7 +205,6 @@ int MPII_Pageguard_move_run(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t
             recover(r, lo, spare, src, len);
         else
             recover(r, lo, NULL, src, len);
-        unclaim(r, first, end);
         return 0;
     }
     /* staging's range is empty now: the old pages fill it, open again (else it faults in fresh

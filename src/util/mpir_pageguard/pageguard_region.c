@@ -445,10 +445,14 @@ int MPIR_Pageguard_sub_is_sync(MPIR_Pageguard_region_t * r, int k)
         hi > r->gbase + (last + 1) * MPII_pageguard.pagesize;
 }
 
-static int is_forgotten(const MPIR_Pageguard_region_t * r, uintptr_t addr)
+static _Atomic unsigned char *state_at(const MPIR_Pageguard_region_t * r, uintptr_t addr)
 {
-    return atomic_load(&r->page_state[(addr - r->gbase) / MPII_pageguard.pagesize]) ==
-        MPII_PAGE_FORGOTTEN;
+    return &r->page_state[(addr - r->gbase) / MPII_pageguard.pagesize];
+}
+
+static int given_up(int state)
+{
+    return state == MPII_PAGE_FORGOTTEN || state == MPII_PAGE_FORGETTING;
 }
 
 /* the start of the page after addr's, at most limit */
@@ -489,6 +493,31 @@ static int land_guarded(MPIR_Pageguard_region_t * r, int fd, uintptr_t lo, uintp
     return copy_guarded(r, fd, at, stop);
 }
 
+/* Claim the pages from at's up to limit for landing, stopping at one given up: the end of the
+ * claimed run (at itself when at's page was given up). A claimed page can no longer be given up
+ * (a thread reusing it as stack waits instead), so nothing lands in memory the program owns
+ * again. A page already open is written as it is. */
+static uintptr_t claim_run(MPIR_Pageguard_region_t * r, uintptr_t at, uintptr_t limit)
+{
+    while (at < limit) {
+        unsigned char state = MPII_PAGE_GUARDED;
+        if (!atomic_compare_exchange_strong(state_at(r, at), &state, MPII_PAGE_LANDING) &&
+            given_up(state))
+            break;
+        at = next_page(at, limit);
+    }
+    return at;
+}
+
+/* The claimed pages that did not move are guarded again: complete opens them. */
+static void unclaim_run(MPIR_Pageguard_region_t * r, uintptr_t at, uintptr_t stop)
+{
+    for (; at < stop; at = next_page(at, stop)) {
+        unsigned char landing = MPII_PAGE_LANDING;
+        atomic_compare_exchange_strong(state_at(r, at), &landing, MPII_PAGE_GUARDED);
+    }
+}
+
 /* Write bytes [lo, hi) of the buffer from staging. Inside the guardable pages the kernel
  * writes for us (the pages stay protected) or the pages move; outside, the memory is
  * ordinary. */
@@ -508,16 +537,16 @@ static int land(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi, int *mo
     int fd = MPII_Pageguard_landing_fd();
     if (fd < 0)
         return -1;
-    /* in runs of pages that were not forgotten (normally one run) */
+    /* in runs of pages that were not given up (normally one run) */
     for (uintptr_t at = glo; at < ghi;) {
-        if (is_forgotten(r, at)) {
+        uintptr_t stop = claim_run(r, at, ghi);
+        if (stop == at) {
             at = next_page(at, ghi);
             continue;
         }
-        uintptr_t stop = next_page(at, ghi);
-        while (stop < ghi && !is_forgotten(r, stop))
-            stop = next_page(stop, ghi);
-        if (land_guarded(r, fd, lo, hi, at, stop, moved) != 0)
+        int rc = land_guarded(r, fd, lo, hi, at, stop, moved);
+        unclaim_run(r, at, stop);
+        if (rc != 0)
             return -1;
         at = stop;
     }
@@ -586,12 +615,15 @@ int MPIR_Pageguard_complete(MPIR_Pageguard_region_t * r, int k)
 int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p)
 {
     unsigned char guarded = MPII_PAGE_GUARDED;
-    if (!atomic_compare_exchange_strong(&r->page_state[p], &guarded, MPII_PAGE_FORGOTTEN))
+    if (!atomic_compare_exchange_strong(&r->page_state[p], &guarded, MPII_PAGE_FORGETTING))
         return 0;
     /* unmapped, it would not matter; but madvise(MADV_DONTNEED) reports the same event and
-     * keeps the mapping, and malloc reusing the memory must be able to write it */
+     * keeps the mapping, and malloc reusing the memory must be able to write it. Should the
+     * mprotect fail, the page stays closed and its next fault is passed on: a crash the
+     * program sees, never a write into memory it owns again. */
     MPII_Pageguard_mprotect(r->gbase + p * MPII_pageguard.pagesize, MPII_pageguard.pagesize,
                             r->open_prot);
+    atomic_store(&r->page_state[p], MPII_PAGE_FORGOTTEN);
     atomic_fetch_sub(&r->unreleased, 1);
     atomic_fetch_add(&MPII_pageguard.forgotten, 1);
     return 1;
@@ -651,11 +683,14 @@ void MPIR_Pageguard_open_all(MPIR_Pageguard_region_t * r)
     r->opened_all = 1;
     if (atomic_load(&r->unreleased) > 0) {
         protect_runs(r, MPII_PAGE_GUARDED, r->open_prot, &done_runs);
+        /* counted page by page: a handler may be giving one up meanwhile (forget_page) */
+        int opened = 0;
         for (size_t p = 0; p < r->npages; p++) {
             unsigned char guarded = MPII_PAGE_GUARDED;
-            atomic_compare_exchange_strong(&r->page_state[p], &guarded, MPII_PAGE_RELEASED);
+            opened += atomic_compare_exchange_strong(&r->page_state[p], &guarded,
+                                                     MPII_PAGE_RELEASED);
         }
-        atomic_store(&r->unreleased, 0);
+        atomic_fetch_sub(&r->unreleased, opened);
         MPII_Pageguard_wake(r);
     }
     pthread_mutex_unlock(&r->lock);
