@@ -21,6 +21,13 @@
 ##          reached it after at most m - 1 reads: that reader stalls at least the difference.
 ##          The bound holds for the largest stall over ranks (the benchmarks' "stall" column).
 ##
+## And what paced sending gets (MPIR_CVAR_TNBC_PACE_BYTES, node arbitration): each sender (a
+## rank, or a whole node when its ranks take turns) keeps WINDOW blocks in flight, the next
+## one starting when one has arrived, taken most urgent first, the urgency of a block being its
+## position in its reader's order (orders "receivers": every sender knows its readers' orders)
+## or the sender's own position in its own order, all of a rank's blocks alike (orders "own":
+## what a process learns alone; its blocks then go in ring order, rank + 1 first).
+##
 
 TCP_PAYLOAD_SHARE = 1448.0 / 1514.0     # MTU 1500, timestamps: payload per frame tbf counts
 
@@ -128,9 +135,7 @@ def fair_rates(lay, flows):
 
 
 def fifo_stalls(lay, kernel):
-    arrival = fifo_arrivals(lay)
-    return [stall([arrival[r][s] for s in read_order(kernel, r, lay.size)], lay.read_s)
-            for r in range(lay.size)]
+    return stalls_of(lay, kernel, fifo_arrivals(lay))
 
 
 def bound_max_stall(lay, kernel):
@@ -150,8 +155,63 @@ def bound_max_stall(lay, kernel):
     return best
 
 
+def paced_arrivals(lay, kernel, window=1, per_node=True, orders="receivers"):
+    """arrival[dst][src] with paced sending (see the header)."""
+    size = lay.size
+    reads = [read_order(kernel, r, size) for r in range(size)]
+    pos = [{src: i for i, src in enumerate(reads[dst])} for dst in range(size)]
+    if orders not in ("receivers", "own"):
+        raise ValueError("orders must be receivers or own, not %r" % orders)
+    arrival = [[0.0] * size for _ in range(size)]
+    queues = {}
+    for src in range(size):
+        for dst in range(size):
+            if not lay.remote(src, dst):
+                continue
+            urgency = pos[dst][src] if orders == "receivers" else pos[src][src]
+            unit = lay.node[src] if per_node else src
+            queues.setdefault(unit, []).append((urgency, (dst - src) % size, src, dst))
+    for q in queues.values():
+        q.sort(reverse=True)            # most urgent last: popped first
+    left, sender = {}, {}
+
+    def start(unit):
+        while queues[unit] and sum(1 for f in left if sender[f] == unit) < window:
+            _, _, src, dst = queues[unit].pop()
+            if lay.nbytes > 0:
+                left[(src, dst)] = float(lay.nbytes)
+                sender[(src, dst)] = unit
+            else:
+                arrival[dst][src] = lay.latency_s + lay.msg_cost_s
+
+    for unit in queues:
+        start(unit)
+    now = 0.0
+    while left:
+        rates = fair_rates(lay, list(left))
+        step = min(left[f] / rates[f] for f in left)
+        now += step
+        for f in list(left):
+            left[f] -= rates[f] * step
+            if left[f] <= 1e-6 * lay.nbytes:
+                del left[f]
+                arrival[f[1]][f[0]] = now + lay.latency_s + lay.msg_cost_s
+                start(sender[f])
+    return arrival
+
+
+def stalls_of(lay, kernel, arrival):
+    return [stall([arrival[r][s] for s in read_order(kernel, r, lay.size)], lay.read_s)
+            for r in range(lay.size)]
+
+
 def predict(lay, kernel):
-    """{'fifo_max', 'fifo_mean', 'bound_max'} in seconds."""
+    """{'fifo_max', 'fifo_mean', 'bound_max', 'paced_own_max', 'paced_receivers_max'} in
+    seconds; paced: one block in flight per node (node arbitration)."""
     s = fifo_stalls(lay, kernel)
-    return {"fifo_max": max(s), "fifo_mean": sum(s) / len(s),
-            "bound_max": bound_max_stall(lay, kernel)}
+    out = {"fifo_max": max(s), "fifo_mean": sum(s) / len(s),
+           "bound_max": bound_max_stall(lay, kernel)}
+    for orders in ("own", "receivers"):
+        out["paced_%s_max" % orders] = max(stalls_of(lay, kernel,
+                                                     paced_arrivals(lay, kernel, orders=orders)))
+    return out

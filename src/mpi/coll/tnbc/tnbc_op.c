@@ -16,6 +16,20 @@
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
 
 cvars:
+    - name        : MPIR_CVAR_TNBC_PACE_BYTES
+      category    : TNBC
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Experimental. A collective that returns early and whose access order is known keeps
+        at most this many bytes of bodies to other nodes undelivered (at least one body), sent
+        synchronously in its schedule's order, so that the links carry the bodies read first
+        one after another instead of sharing the rate between all of them. 0: every body at
+        once.
+
     - name        : MPIR_CVAR_TNBC_SEND_COPY_MAX
       category    : TNBC
       type        : int
@@ -80,7 +94,10 @@ struct MPII_Tnbc_op {
     MPII_Tnbc_on_done_t on_done;        /* and from our work space, if we completed */
 
     MPII_Tnbc_turn_t turn;      /* node arbitration of the remote bodies */
-    unsigned char *remote;      /* per entry: a body that takes turns, or NULL: none does */
+    unsigned char *remote;      /* per entry: a remote body (paced, takes turns), or NULL */
+    size_t pace;                /* remote bodies in flight, bytes at most (at least one), or 0:
+                                 * any (not paced) */
+    size_t paced_out;           /* remote body bytes posted and not yet delivered */
     int *bodies_out;            /* per peer: body sends in flight (with a body window) */
     int held;                   /* the last poll held a remote body back */
 };
@@ -255,19 +272,13 @@ static int setup_send(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int early)
     return MPI_SUCCESS;
 }
 
-/* Remote bodies take turns with the node's other processes when our position is known and
- * the call returns early (a process that waits in the call has nothing to overlap). */
-static void setup_turn(MPII_Tnbc_op_t * op, int pos)
+/* Per entry, whether it is a body sent to another node; the bytes of all. */
+static size_t mark_remote_bodies(MPII_Tnbc_op_t * op)
 {
     MPIR_Tnbc_sched_t *s = &op->sched;
+    int mine = MPII_Tnbc_node_of(op->comm, op->comm->rank);
     size_t bytes = 0;
 
-    if (pos < 0 || op->outcome != MPIR_TNBC_EARLY || !MPII_Tnbc_node_available())
-        return;
-    int mine = MPII_Tnbc_node_of(op->comm, op->comm->rank);
-    op->remote = MPL_calloc(s->n + 1, 1, MPL_MEM_COLL);
-    if (!op->remote)
-        return; /* no memory: the bodies go at once, as without arbitration */
     for (int i = 0; i < s->n; i++) {
         const MPIR_Tnbc_entry_t *e = &s->entries[i];
         if (e->kind == MPIR_TNBC_SEND && MPIR_Tnbc_entry_is_body(s, e) &&
@@ -276,15 +287,43 @@ static void setup_turn(MPII_Tnbc_op_t * op, int pos)
             bytes += e->len;
         }
     }
-    if (!MPII_Tnbc_node_join(&op->turn, op->comm, op->tags[0], pos, bytes)) {
+    return bytes;
+}
+
+/* When the call returns early and the call site's access order is known, remote bodies are
+ * paced (a window of delivered bytes, in the schedule's order) and take turns with the node's
+ * other processes (a process that waits in the call has nothing to overlap). */
+static void setup_remote(MPII_Tnbc_op_t * op, int pos)
+{
+    int arbitrate = MPII_Tnbc_node_available();
+    size_t pace = (size_t) MPL_MAX(MPIR_CVAR_TNBC_PACE_BYTES, 0);
+
+    if (op->outcome != MPIR_TNBC_EARLY || pos < 0 || (!arbitrate && !pace))
+        return;
+    op->remote = MPL_calloc(op->sched.n + 1, 1, MPL_MEM_COLL);
+    if (!op->remote)
+        return; /* no memory: the bodies go at once, as without pacing */
+    size_t bytes = mark_remote_bodies(op);
+    if (bytes > 0)
+        op->pace = pace;
+    if ((!arbitrate || !MPII_Tnbc_node_join(&op->turn, op->comm, op->tags[0], pos, bytes)) &&
+        !op->pace) {
         MPL_free(op->remote);
         op->remote = NULL;
     }
 }
 
+/* A paced remote body waits while the window is full (a delivery reopens it). */
+static int waits_for_window(const MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e)
+{
+    return op->pace && op->paced_out > 0 && op->paced_out + e->len > op->pace;
+}
+
 /* A remote body waits for its turn; the peers are looked at once per poll (*looked). */
 static int waits_for_turn(MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e, int *looked)
 {
+    if (!op->turn.active)
+        return 0;
     if (!*looked) {
         MPII_Tnbc_node_poll(&op->turn);
         *looked = 1;
@@ -388,7 +427,7 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
         MPIR_ERR_CHKANDJUMP(!op->send_src || !op->send_left, mpi_errno, MPI_ERR_OTHER, "**nomem");
         op->outcome = MPIR_TNBC_SYNC_NOMEM;
     }
-    setup_turn(op, args->access_pos ? args->access_pos[op->comm->rank] : -1);
+    setup_remote(op, args->access_pos ? args->access_pos[op->comm->rank] : -1);
 
     int made;
     mpi_errno = MPII_Tnbc_op_poll(op, &made);
@@ -452,8 +491,13 @@ static int post_entry(MPII_Tnbc_op_t * op, int i)
                                    &op->req[i]);
             break;
         case MPIR_TNBC_SEND:
-            mpi_errno = MPIC_Isend(at, e->len, MPI_BYTE, e->peer, op->tags[e->tag], op->comm,
-                                   &op->req[i], &errflag);
+            /* a paced body is done when delivered (matched), not when handed to the network */
+            if (op->pace && op->remote[i])
+                mpi_errno = MPIC_Issend(at, e->len, MPI_BYTE, e->peer, op->tags[e->tag],
+                                        op->comm, &op->req[i], &errflag);
+            else
+                mpi_errno = MPIC_Isend(at, e->len, MPI_BYTE, e->peer, op->tags[e->tag],
+                                       op->comm, &op->req[i], &errflag);
             break;
         case MPIR_TNBC_COPY:
             memcpy(at, src, e->len);
@@ -486,6 +530,7 @@ static void entry_done(MPII_Tnbc_op_t * op, int i)
     if (windowed(op, e))
         op->bodies_out[e->peer]--;
     if (op->remote && op->remote[i]) {
+        op->paced_out -= e->len;
         op->turn.in_flight -= e->len;
         MPII_Tnbc_node_sent(&op->turn, e->len);
     }
@@ -515,6 +560,8 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
                 op->held = 1;
                 continue;
             }
+            if (op->remote && op->remote[i] && waits_for_window(op, e))
+                continue;       /* a delivery reopens it: a network event wakes the helper */
             if (windowed(op, e) && op->bodies_out[e->peer] >= s->body_window)
                 continue;       /* a completion reopens it: a network event wakes the helper */
             mpi_errno = post_entry(op, i);
@@ -522,8 +569,10 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
             *made_progress = 1;
             if (windowed(op, e))
                 op->bodies_out[e->peer]++;
-            if (op->remote && op->remote[i])
+            if (op->remote && op->remote[i]) {
+                op->paced_out += e->len;
                 op->turn.in_flight += e->len;
+            }
             if (e->kind == MPIR_TNBC_COPY || e->kind == MPIR_TNBC_REDUCE) {
                 entry_done(op, i);
                 continue;
