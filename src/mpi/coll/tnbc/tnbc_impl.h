@@ -323,6 +323,9 @@ void MPII_Tnbc_stats_app_sleep(uint64_t ns);    /* an MPI call slept while it wa
 int MPII_Tnbc_stats_reduce_and_print(void);
 /* an operation's turn ended: how long it held its bodies back, and whether it gave up */
 void MPII_Tnbc_stats_node_turn(uint64_t held_ns, int held, int gave_up);
+/* paced remote bodies of one operation: their time from post to delivery, and for those
+ * posted when a delivery reopened the window, the time from that delivery */
+void MPII_Tnbc_stats_paced(uint64_t bodies, uint64_t flight_ns, uint64_t gaps, uint64_t gap_ns);
 /* what the reorder + merge algorithms did with a call (tnbc_rm_*.c) */
 typedef enum {
     MPII_TNBC_RM_EXCHANGE,      /* ran the exchange */

@@ -98,6 +98,9 @@ struct MPII_Tnbc_op {
     size_t pace;                /* remote bodies in flight, bytes at most (at least one), or 0:
                                  * any (not paced) */
     size_t paced_out;           /* remote body bytes posted and not yet delivered */
+    uint64_t *paced_post_ns;    /* per entry: when a paced body was posted (statistics) */
+    uint64_t last_delivery_ns;  /* when a paced body was last delivered */
+    uint64_t paced_bodies, paced_flight_ns, paced_gaps, paced_gap_ns;
     int *bodies_out;            /* per peer: body sends in flight (with a body window) */
     int held;                   /* the last poll held a remote body back */
 };
@@ -304,13 +307,37 @@ static void setup_remote(MPII_Tnbc_op_t * op, int pos)
     if (!op->remote)
         return; /* no memory: the bodies go at once, as without pacing */
     size_t bytes = mark_remote_bodies(op);
-    if (bytes > 0)
-        op->pace = pace;
+    if (bytes > 0 && pace > 0) {
+        op->paced_post_ns = MPL_calloc(op->sched.n + 1, sizeof(uint64_t), MPL_MEM_COLL);
+        if (op->paced_post_ns)
+            op->pace = pace;    /* else, without memory, the bodies go at once */
+    }
     if ((!arbitrate || !MPII_Tnbc_node_join(&op->turn, op->comm, op->tags[0], pos, bytes)) &&
         !op->pace) {
         MPL_free(op->remote);
         op->remote = NULL;
     }
+}
+
+static void note_post(MPII_Tnbc_op_t * op, int i)
+{
+    uint64_t now = MPII_Tnbc_now_ns();
+    op->paced_post_ns[i] = now;
+    if (op->last_delivery_ns) {
+        /* posted after a delivery made room: how long the room stayed unused (or held) */
+        op->paced_gaps++;
+        op->paced_gap_ns += now - op->last_delivery_ns;
+    }
+    op->paced_out += op->sched.entries[i].len;
+}
+
+static void note_delivery(MPII_Tnbc_op_t * op, int i)
+{
+    uint64_t now = MPII_Tnbc_now_ns();
+    op->paced_out -= op->sched.entries[i].len;
+    op->paced_bodies++;
+    op->paced_flight_ns += now - op->paced_post_ns[i];
+    op->last_delivery_ns = now;
 }
 
 /* A paced remote body waits while the window is full (a delivery reopens it). */
@@ -530,7 +557,8 @@ static void entry_done(MPII_Tnbc_op_t * op, int i)
     if (windowed(op, e))
         op->bodies_out[e->peer]--;
     if (op->remote && op->remote[i]) {
-        op->paced_out -= e->len;
+        if (op->pace)
+            note_delivery(op, i);
         op->turn.in_flight -= e->len;
         MPII_Tnbc_node_sent(&op->turn, e->len);
     }
@@ -570,7 +598,8 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
             if (windowed(op, e))
                 op->bodies_out[e->peer]++;
             if (op->remote && op->remote[i]) {
-                op->paced_out += e->len;
+                if (op->pace)
+                    note_post(op, i);
                 op->turn.in_flight += e->len;
             }
             if (e->kind == MPIR_TNBC_COPY || e->kind == MPIR_TNBC_REDUCE) {
@@ -664,6 +693,10 @@ int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
 {
     note_gain(op);
     MPII_Tnbc_node_leave(&op->turn);
+    if (op->paced_bodies)
+        MPII_Tnbc_stats_paced(op->paced_bodies, op->paced_flight_ns, op->paced_gaps,
+                              op->paced_gap_ns);
+    MPL_free(op->paced_post_ns);
     MPL_free(op->remote);
     if (op->recv_region && op->site)
         learn_from_faults(op);

@@ -50,6 +50,7 @@ typedef struct {
     uint64_t helper_rounds, helper_sleeps, helper_sleep_ns, helper_timeouts, helper_rescues;
     uint64_t app_sleeps, app_sleep_ns;
     uint64_t node_turns, node_holds, node_hold_ns, node_gave_up;
+    uint64_t paced_bodies, paced_flight_ns, paced_gaps, paced_gap_ns;
     uint64_t rm[MPII_TNBC_RM_COUNT];
     uint64_t bcast[MPII_TNBC_BCAST_COUNT];
     uint64_t faults, stale_faults, stall_ns, mprotect_calls, guard_refusals, guard_prot,
@@ -156,6 +157,14 @@ void MPII_Tnbc_stats_node_turn(uint64_t held_ns, int held, int gave_up)
     MPII_ADD(st.node_gave_up, gave_up != 0);
 }
 
+void MPII_Tnbc_stats_paced(uint64_t bodies, uint64_t flight_ns, uint64_t gaps, uint64_t gap_ns)
+{
+    MPII_ADD(st.paced_bodies, bodies);
+    MPII_ADD(st.paced_flight_ns, flight_ns);
+    MPII_ADD(st.paced_gaps, gaps);
+    MPII_ADD(st.paced_gap_ns, gap_ns);
+}
+
 void MPII_Tnbc_stats_helper_system(uint64_t system_ns)
 {
     __atomic_store_n(&st.helper_system_ns, system_ns, __ATOMIC_RELAXED);
@@ -217,6 +226,11 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
                 PRIu64 " held their bodies for a more urgent node peer (%.3f ms), %" PRIu64
                 " stopped holding for a peer that made no progress\n", who, s->node_turns,
                 s->node_holds, s->node_hold_ns / 1e6, s->node_gave_up);
+    if (s->paced_bodies)
+        fprintf(stderr, "[tnbc %s] paced bodies: %" PRIu64 ", %.3f ms from post to delivery on "
+                "average; %" PRIu64 " waited for a delivery, posted %.3f ms after it on average\n",
+                who, s->paced_bodies, s->paced_flight_ns / 1e6 / s->paced_bodies, s->paced_gaps,
+                s->paced_gaps ? s->paced_gap_ns / 1e6 / s->paced_gaps : 0.0);
     if (s->ops_done || s->faults || s->helper_rounds) {
         double life_ms = s->lifetime_ns / 1e6, cpu_ms[MPII_TNBC_HELPER_CPU_COUNT], total = 0;
         for (int k = 0; k < MPII_TNBC_HELPER_CPU_COUNT; k++)
