@@ -196,6 +196,45 @@ START_TEST(peers_orders_are_kept_per_peer_newest_first)
 }
 END_TEST
 
+/* The readers' reports: kept per site, our own entry and anything out of range unknown; the
+ * send order takes the block read earliest first, then ring order, unreported readers last. */
+START_TEST(readers_reports_order_the_sends)
+{
+    MPIR_Tnbc_sites_t t;
+    MPIR_Tnbc_site_t *s = new_site(&t, 0x2000);  /* 4 processes, 6 blocks */
+    const int32_t in[4] = { 3, 0, 99, -1 };     /* rank 1 is us; 2 reports nonsense */
+    int send_pos[4];
+
+    ck_assert_ptr_null(MPIR_Tnbc_site_reader_pos(s));
+    ck_assert_int_eq(MPIR_Tnbc_site_set_reader_pos(s, in, 1), 1);
+    const int *pos = MPIR_Tnbc_site_reader_pos(s);
+    ck_assert_ptr_nonnull(pos);
+    ck_assert_int_eq(pos[0], 3);
+    ck_assert_int_eq(pos[1], -1);
+    ck_assert_int_eq(pos[2], -1);       /* 99: out of range */
+    ck_assert_int_eq(pos[3], -1);
+    MPIR_Tnbc_send_order_by_readers(pos, 1, 4, send_pos);
+    ck_assert_int_eq(send_pos[0], 0);   /* the only reader that reported */
+    ck_assert_int_eq(send_pos[2], 1);   /* then ring order from rank 1: 2, 3 */
+    ck_assert_int_eq(send_pos[3], 2);
+
+    const int32_t rot[4] = { 2, 5, 0, 1 };      /* rank 0 reads us third, 2 first, 3 second */
+    ck_assert_int_eq(MPIR_Tnbc_site_set_reader_pos(s, rot, 1), 3);
+    MPIR_Tnbc_send_order_by_readers(MPIR_Tnbc_site_reader_pos(s), 1, 4, send_pos);
+    ck_assert_int_eq(send_pos[2], 0);
+    ck_assert_int_eq(send_pos[3], 1);
+    ck_assert_int_eq(send_pos[0], 2);
+
+    const int32_t none[4] = { -1, -1, -1, -1 };    /* nobody knew this time: kept */
+    ck_assert_int_eq(MPIR_Tnbc_site_set_reader_pos(s, none, 1), 3);
+    ck_assert_int_eq(MPIR_Tnbc_site_reader_pos(s)[2], 0);
+    const int32_t wrong[4] = { 7, -9, 6, 1000 };        /* out of range: forgotten */
+    ck_assert_int_eq(MPIR_Tnbc_site_set_reader_pos(s, wrong, 1), 0);
+    ck_assert_ptr_null(MPIR_Tnbc_site_reader_pos(s));
+    MPIR_Tnbc_sites_free(&t);
+}
+END_TEST
+
 START_TEST(profile_round_trip)
 {
     MPIR_Tnbc_sites_t t, u;
@@ -329,6 +368,7 @@ static Suite *priority_suite(void)
     tcase_add_test(tc, partial_observation_reorders_only_the_faulted_blocks);
     tcase_add_test(tc, faults_that_tell_nothing_ask_for_a_sample_until_one_confirms);
     tcase_add_test(tc, peers_orders_are_kept_per_peer_newest_first);
+    tcase_add_test(tc, readers_reports_order_the_sends);
     tcase_add_test(tc, profile_round_trip);
     tcase_add_test(tc, malformed_profiles_name_their_line);
     tcase_add_test(tc, site_table_is_bounded_and_finds_every_site);

@@ -379,7 +379,7 @@ START_TEST(receive_bodies_follow_the_access_order)
         o[p] = p * 5 * E;
     }
     MPIR_Tnbc_sched_init(&s);
-    ck_assert_int_eq(MPIR_Tnbc_sched_alltoallv_ordered(&s, 0, N, b, o, b, o, pos, NULL),
+    ck_assert_int_eq(MPIR_Tnbc_sched_alltoallv_ordered(&s, 0, N, b, o, b, o, pos, NULL, 0),
                      MPIR_TNBC_SCHED_OK);
     /* edges still go first; then the receive bodies by position */
     int last_pos = -1, seen_body = 0;
@@ -420,7 +420,7 @@ START_TEST(send_bodies_follow_a_reorder_plan)
         o[p] = p * 5 * E;
     }
     MPIR_Tnbc_sched_init(&s);
-    ck_assert_int_eq(MPIR_Tnbc_sched_alltoallv_ordered(&s, 0, N, b, o, b, o, NULL, pos),
+    ck_assert_int_eq(MPIR_Tnbc_sched_alltoallv_ordered(&s, 0, N, b, o, b, o, NULL, pos, 0),
                      MPIR_TNBC_SCHED_OK);
     int last_pos = -1, sends = 0;
     for (int j = 0; j < s.n; j++) {
@@ -433,6 +433,61 @@ START_TEST(send_bodies_follow_a_reorder_plan)
     }
     ck_assert_int_eq(sends, N - 1);
     MPIR_Tnbc_sched_free(&s);
+}
+END_TEST
+
+/* With reports, every rank hears from every peer where that peer reads its block, on a tag
+ * of its own, and the data still arrive. */
+START_TEST(order_reports_reach_every_sender)
+{
+    enum { N = 5 };
+    const size_t E = MPIR_TNBC_SCHED_EDGE;
+    sim_rank_t *r = calloc(N, sizeof(*r));
+    size_t b[N], o[N];
+    for (int p = 0; p < N; p++) {
+        b[p] = 3 * E + 1;
+        o[p] = p * 4 * E;
+    }
+    for (int k = 0; k < N; k++) {
+        MPIR_Tnbc_sched_init(&r[k].s);
+        ck_assert_int_eq(MPIR_Tnbc_sched_alltoallv_ordered(&r[k].s, k, N, b, o, b, o, NULL, NULL,
+                                                           1), MPIR_TNBC_SCHED_OK);
+        ck_assert_int_eq(r[k].s.ntags, 2);
+        ck_assert_uint_eq(r[k].s.work_bytes, MPIR_Tnbc_reports_bytes(N));
+        sim_alloc(&r[k], 4 * E * N, 4 * E * N, k);
+        for (int p = 0; p < N; p++) {
+            int32_t v = 100 * k + p;    /* where k reads p's block, made up */
+            memcpy(r[k].workspace + MPIR_Tnbc_report_out_off(p), &v, sizeof(v));
+        }
+        /* no report is a body; a report to a peer waits for the body to that peer */
+        ck_assert(r[k].s.reports);
+        for (int i = 0; i < r[k].s.n; i++) {
+            const MPIR_Tnbc_entry_t *e = &r[k].s.entries[i];
+            if (e->space != MPIR_TNBC_SPACE_WORK)
+                continue;
+            ck_assert(!MPIR_Tnbc_entry_is_body(&r[k].s, e));
+            if (e->kind == MPIR_TNBC_SEND) {
+                const MPIR_Tnbc_entry_t *b = &r[k].s.entries[e->after];
+                ck_assert(MPIR_Tnbc_entry_is_body(&r[k].s, b));
+                ck_assert_int_eq(b->kind, MPIR_TNBC_SEND);
+                ck_assert_int_eq(b->peer, e->peer);
+            }
+        }
+    }
+    simulate(r, N);
+    for (int k = 0; k < N; k++) {
+        for (int p = 0; p < N; p++) {
+            int32_t v;
+            if (p == k)
+                continue;
+            memcpy(&v, r[k].workspace + MPIR_Tnbc_report_in_off(N, p), sizeof(v));
+            ck_assert_int_eq(v, 100 * p + k);
+            for (size_t x = 0; x < b[p]; x++)
+                ck_assert_uint_eq(r[k].recvspace[o[p] + x],
+                                  (unsigned char) (p * 31 + (o[k] + x) * 7 + 1));
+        }
+    }
+    sim_free(r, N);
 }
 END_TEST
 
@@ -968,6 +1023,7 @@ static Suite *sched_suite(void)
     tcase_add_test(a, large_pieces_travel_as_edges_first);
     tcase_add_test(a, receive_bodies_follow_the_access_order);
     tcase_add_test(a, send_bodies_follow_a_reorder_plan);
+    tcase_add_test(a, order_reports_reach_every_sender);
     tcase_add_test(a, neighbor_lists_deliver_as_mpich_matches);
     suite_add_tcase(s, a);
     TCase *b = tcase_create("bcast");

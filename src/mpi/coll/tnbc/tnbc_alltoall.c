@@ -157,17 +157,51 @@ static int unpack_side(const char *packed, const MPII_Tnbc_side_t * side, int n,
     goto fn_exit;
 }
 
-/* Every rank in ring order (or receives by access order, sends by a reorder plan), or the
- * neighbour lists of a topology. */
-static int build(MPIR_Tnbc_sched_t * s, int rank, const MPII_Tnbc_nbrs_t * nbrs, int ns,
-                 const size_t * sbytes, const size_t * soff, int nr, const size_t * rbytes,
-                 const size_t * roff, const int *recv_pos, const int *send_pos)
+/* Paced sends order themselves by where their blocks are read, which every process tells
+ * every peer (order reports): in the Alltoall family, where every pair exchanges a block. The
+ * same on every process: the collective, and the pacing MPI_Init agreed on. */
+static int reports_on(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_nbrs_t * nbrs)
+{
+    return !nbrs && MPII_Tnbc_policy.pace_bytes > 0 && (coll == MPIR_TNBC_COLL_ALLTOALL ||
+                                                        coll == MPIR_TNBC_COLL_ALLTOALLV ||
+                                                        coll == MPIR_TNBC_COLL_ALLTOALLW);
+}
+
+/* The peers' reports, from our work space, go to the call site. */
+static void learn_readers(MPIR_Tnbc_site_t * site, const MPIR_Tnbc_sched_t * sched,
+                          const char *work)
+{
+    int n = site->key.comm_size;
+    int32_t *in = MPL_malloc(((size_t) n + 1) * sizeof(int32_t), MPL_MEM_COLL);
+
+    if (!in || !work) {
+        MPL_free(in);
+        return;
+    }
+    for (int p = 0; p < n; p++)
+        in[p] = -1;
+    for (int i = 0; i < sched->n; i++) {
+        const MPIR_Tnbc_entry_t *e = &sched->entries[i];
+        if (e->kind == MPIR_TNBC_RECV && e->space == MPIR_TNBC_SPACE_WORK &&
+            e->len == sizeof(int32_t) && e->peer >= 0 && e->peer < n)
+            memcpy(&in[e->peer], work + e->off, sizeof(int32_t));
+    }
+    MPIR_Tnbc_site_set_reader_pos(site, in, -1);
+    MPL_free(in);
+}
+
+/* Every rank in ring order (or receives by access order, sends by a reorder plan or by where
+ * they are read), or the neighbour lists of a topology. */
+static int build(MPIR_Tnbc_sched_t * s, MPIR_Tnbc_coll_t coll, int rank,
+                 const MPII_Tnbc_nbrs_t * nbrs, int ns, const size_t * sbytes,
+                 const size_t * soff, int nr, const size_t * rbytes, const size_t * roff,
+                 const int *recv_pos, const int *send_pos)
 {
     if (nbrs)
         return MPIR_Tnbc_sched_neighbor(s, ns, nbrs->dsts, sbytes, soff, nr, nbrs->srcs, rbytes,
                                         roff, nbrs->recv_reversed);
     return MPIR_Tnbc_sched_alltoallv_ordered(s, rank, ns, sbytes, soff, rbytes, roff, recv_pos,
-                                             send_pos);
+                                             send_pos, reports_on(coll, nbrs));
 }
 
 /* The access order of the call site, for the pairwise layout: block p is source p's piece. It
@@ -183,7 +217,8 @@ static const int *access_order(MPII_Tnbc_start_t * args, const MPII_Tnbc_nbrs_t 
         total += rbytes[p];
     *site = MPII_Tnbc_access_site(args->coll, nr, nr, total);
     args->sample = MPII_Tnbc_access_sampling(*site, MPIR_CVAR_TNBC_RECV_ORDER ||
-                                             MPIR_CVAR_TNBC_NODE_ARBITRATION);
+                                             MPIR_CVAR_TNBC_NODE_ARBITRATION ||
+                                             reports_on(args->coll, nbrs));
     args->trace = *site && (MPII_Tnbc_access_tracing() || args->sample);
     args->site = args->trace ? NULL : *site;
     args->gain = *site ? &(*site)->gain : NULL;
@@ -251,6 +286,16 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
     const int *recv_pos = access_order(&args, nbrs, nr, rbytes, &site);
     const int *send_pos = nbrs ? NULL : MPII_Tnbc_rm_send_order(coll, comm_ptr, sbytes, rbytes,
                                                                 send_pos_space);
+    if (reports_on(coll, nbrs)) {
+        const int *readers = site ? MPIR_Tnbc_site_reader_pos(site) : NULL;
+        if (!send_pos && readers) {
+            MPIR_Tnbc_send_order_by_readers(readers, rank, ns, send_pos_space);
+            send_pos = send_pos_space;
+        }
+        args.send_urgency = readers;
+        if (args.site)
+            args.on_done = learn_readers;
+    }
 
     /* Send space: the user's bytes in place when flat, else packed (MPI_IN_PLACE: always a
      * copy, as the receive buffer is overwritten). */
@@ -274,8 +319,8 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
     }
     int rc = MPIR_TNBC_SCHED_ERR_OVERLAP;
     if (recv_flat)
-        rc = build(&args.sched, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff, recv_pos,
-                   send_pos);
+        rc = build(&args.sched, coll, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff,
+                   recv_pos, send_pos);
     if (rc == MPIR_TNBC_SCHED_ERR_OVERLAP) {
         size_t total = 0;
         MPIR_Tnbc_sched_free(&args.sched);
@@ -285,8 +330,8 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
         }
         args.recv_user = NULL;
         args.recv_packed = 1;
-        rc = build(&args.sched, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff, recv_pos,
-                   send_pos);
+        rc = build(&args.sched, coll, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff,
+                   recv_pos, send_pos);
     }
     /* the self pair's type signatures differ: erroneous, and only this process is involved */
     MPIR_ERR_CHKANDJUMP(rc == MPIR_TNBC_SCHED_ERR_ARG, mpi_errno, MPI_ERR_TRUNCATE, "**truncate");

@@ -75,6 +75,8 @@ typedef struct {
     MPIR_Tnbc_gain_t *gain;     /* the call site's record of what returning early cost, or
                                  * NULL (launch finds the site) */
     int wait;                   /* wait in the call: returning early does not pay here */
+    const int *send_urgency;    /* pairwise layout: where peer p reads our block (0 first, -1
+                                 * unknown), for node arbitration; NULL: access_pos instead */
 } MPII_Tnbc_start_t;
 
 typedef struct MPII_Tnbc_op MPII_Tnbc_op_t;
@@ -233,6 +235,9 @@ int MPII_Tnbc_node_of(MPIR_Comm * comm, int rank);
 int MPII_Tnbc_node_join(MPII_Tnbc_turn_t * turn, MPIR_Comm * comm, int tag, int pos,
                         size_t remote_bytes);
 void MPII_Tnbc_node_sent(MPII_Tnbc_turn_t * turn, size_t bytes);   /* bodies completed */
+/* Our position is now pos: the urgency of the next body we would send, when our bodies are
+ * read at different positions (the readers reported them). 1 when it changed. */
+int MPII_Tnbc_node_set_pos(MPII_Tnbc_turn_t * turn, int pos);
 void MPII_Tnbc_node_leave(MPII_Tnbc_turn_t * turn);
 void MPII_Tnbc_node_poll(MPII_Tnbc_turn_t * turn);
 /* May a remote body of len bytes be posted now? Holding for a more urgent peer is bounded by

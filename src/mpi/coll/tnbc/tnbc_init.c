@@ -142,6 +142,7 @@ int MPIR_Tnbc_init(void)
     MPII_Tnbc_policy.min_bytes = (size_t) MPIR_CVAR_TNBC_MIN_BYTES;
     MPII_Tnbc_policy.node_min_bytes = MPIR_CVAR_TNBC_NODE_MIN_BYTES < 0 ?
         MPIR_TNBC_NODE_DECLINE_ALL : (size_t) MPIR_CVAR_TNBC_NODE_MIN_BYTES;
+    MPII_Tnbc_policy.pace_bytes = (size_t) MPL_MAX(MPIR_CVAR_TNBC_PACE_BYTES, 0);
     MPII_Tnbc_policy.job_off = 1;       /* until MPIR_Tnbc_world_init agrees */
     MPII_Tnbc_pvars_register();
     mpi_errno = MPII_Tnbc_access_init();
@@ -162,11 +163,13 @@ int MPIR_Tnbc_init(void)
  * MPIR_Tnbc_init until this agreement: a process that never calls MPI_Init has none), so that
  * every process still runs the same protocol; the lowest such rank says why, once. So it does
  * when the thresholds that decline calls differ between processes (an MPMD launch that sets
- * them for some), since processes that decide differently never match their messages. */
+ * them for some), or pacing (its order reports change the schedule), since processes that
+ * decide differently never match their messages. */
 enum {
     MPII_AGREE_FIRST_BYPASSING,
     MPII_AGREE_MIN_BYTES, MPII_AGREE_MIN_BYTES_NEG,     /* the least, and minus the most */
     MPII_AGREE_NODE_MIN, MPII_AGREE_NODE_MIN_NEG,
+    MPII_AGREE_PACED, MPII_AGREE_PACED_NEG,     /* paced Alltoall(v)s carry order reports */
     MPII_AGREE_COUNT
 };
 
@@ -184,9 +187,9 @@ static void say_off_for_job(int rank, const char *missing, const char *bypassed)
                 "or mpif90, or run it with LD_PRELOAD=%s (README.tnbc, \"Linking\").\n",
                 rank, bypassed, libmpi);
     } else {
-        fprintf(stderr, "[tnbc] T-NBC is off for this job: MPIR_CVAR_TNBC_MIN_BYTES or "
-                "MPIR_CVAR_TNBC_NODE_MIN_BYTES differs between processes; give every process "
-                "the same value.\n");
+        fprintf(stderr, "[tnbc] T-NBC is off for this job: MPIR_CVAR_TNBC_MIN_BYTES, "
+                "MPIR_CVAR_TNBC_NODE_MIN_BYTES or whether MPIR_CVAR_TNBC_PACE_BYTES is set "
+                "differs between processes; give every process the same value.\n");
     }
 }
 
@@ -204,6 +207,8 @@ static int agree_on_interposition(void)
     mine[MPII_AGREE_MIN_BYTES_NEG] = -MPIR_CVAR_TNBC_MIN_BYTES;
     mine[MPII_AGREE_NODE_MIN] = MPIR_CVAR_TNBC_NODE_MIN_BYTES;
     mine[MPII_AGREE_NODE_MIN_NEG] = -MPIR_CVAR_TNBC_NODE_MIN_BYTES;
+    mine[MPII_AGREE_PACED] = MPII_Tnbc_policy.pace_bytes > 0;
+    mine[MPII_AGREE_PACED_NEG] = -(MPII_Tnbc_policy.pace_bytes > 0);
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     mpi_errno = MPIR_Allreduce(mine, all, MPII_AGREE_COUNT, MPI_INT, MPI_MIN, world, &errflag);
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
@@ -212,7 +217,8 @@ static int agree_on_interposition(void)
 
     int first_bypassing = all[MPII_AGREE_FIRST_BYPASSING];
     int thresholds_agree = all[MPII_AGREE_MIN_BYTES] == -all[MPII_AGREE_MIN_BYTES_NEG] &&
-        all[MPII_AGREE_NODE_MIN] == -all[MPII_AGREE_NODE_MIN_NEG];
+        all[MPII_AGREE_NODE_MIN] == -all[MPII_AGREE_NODE_MIN_NEG] &&
+        all[MPII_AGREE_PACED] == -all[MPII_AGREE_PACED_NEG];
     if (first_bypassing == INT_MAX && thresholds_agree) {
         MPII_Tnbc_policy.job_off = 0;
         goto fn_exit;

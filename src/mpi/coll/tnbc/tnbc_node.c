@@ -15,9 +15,12 @@
  * removes its file once every process mapped it, so no exit leaves it behind) has one slot per
  * local process: the operation it is sending remote bodies for and its position, and how many
  * bytes its bodies have completed so far. A process holds its remote bodies while a node peer in
- * the same operation with a better position still has bodies to send; it stops holding when
- * that peer has made no progress for MPIR_CVAR_TNBC_NODE_HOLD_MAX_US. Holding is a hint, never
- * a wait on another process: peers that disagree on the order, are late or are gone cost at
+ * the same operation with a better position (or the same, in a lower slot) still has bodies to
+ * send; it stops holding when that peer has made no progress for
+ * MPIR_CVAR_TNBC_NODE_HOLD_MAX_US. When the readers reported where they read each body
+ * (paced operations), a process's position is that of its next body (MPII_Tnbc_node_set_pos),
+ * so the node's bodies take turns one by one, most urgent first. Holding is a hint, never a
+ * wait on another process: peers that disagree on the order, are late or are gone cost at
  * most that time, and every message still goes. */
 
 #include "mpiimpl.h"
@@ -220,6 +223,19 @@ int MPII_Tnbc_node_join(MPII_Tnbc_turn_t * turn, MPIR_Comm * comm, int tag, int 
     return 1;
 }
 
+int MPII_Tnbc_node_set_pos(MPII_Tnbc_turn_t * turn, int pos)
+{
+    if (!turn->active || !node.slots || pos < 0)
+        return 0;
+    uint64_t claim = (turn->claim & ~(uint64_t) MPII_POS_MAX) | MPL_MIN((unsigned) pos,
+                                                                        MPII_POS_MAX);
+    if (claim == turn->claim)
+        return 0;
+    turn->claim = claim;
+    __atomic_store_n(&node.slots[node.self].claim, claim, __ATOMIC_RELEASE);
+    return 1;
+}
+
 void MPII_Tnbc_node_sent(MPII_Tnbc_turn_t * turn, size_t bytes)
 {
     if (!turn->active || !node.slots)
@@ -253,10 +269,11 @@ void MPII_Tnbc_node_leave(MPII_Tnbc_turn_t * turn)
 }
 
 /* The most urgent peer ahead of us in the same operation that still has bodies to send, and
- * whether one behind us waits. */
+ * whether one behind us waits. Of two peers at one position the lower slot goes first, so
+ * that the link carries one of them at a time. */
 static int scan_peers(const MPII_Tnbc_turn_t * turn, int *behind)
 {
-    int best = -1, best_pos = MPII_CLAIM_POS(turn->claim);
+    int best = -1, best_pos = MPII_CLAIM_POS(turn->claim), mine = best_pos;
     *behind = 0;
     for (int i = 0; i < node.nslots; i++) {
         if (i == node.self)
@@ -264,10 +281,13 @@ static int scan_peers(const MPII_Tnbc_turn_t * turn, int *behind)
         uint64_t c = __atomic_load_n(&node.slots[i].claim, __ATOMIC_ACQUIRE);
         if (!c || MPII_CLAIM_OP(c) != MPII_CLAIM_OP(turn->claim))
             continue;
-        if (MPII_CLAIM_POS(c) < best_pos) {
-            best = i;
-            best_pos = MPII_CLAIM_POS(c);
-        } else if (MPII_CLAIM_POS(c) > MPII_CLAIM_POS(turn->claim)) {
+        int pos = MPII_CLAIM_POS(c);
+        if (pos < mine || (pos == mine && i < node.self)) {
+            if (best < 0 || pos < best_pos) {
+                best = i;
+                best_pos = pos;
+            }
+        } else {
             *behind = 1;
         }
     }

@@ -22,13 +22,16 @@ cvars:
       default     : 0
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
-      scope       : MPI_T_SCOPE_LOCAL
+      scope       : MPI_T_SCOPE_ALL_EQ
       description : >-
-        Experimental. A collective that returns early and whose access order is known keeps
-        at most this many bytes of bodies to other nodes undelivered (at least one body), sent
-        synchronously in its schedule's order, so that the links carry the bodies read first
-        one after another instead of sharing the rate between all of them. 0: every body at
-        once.
+        Experimental. An Alltoall(v/w) that returns early and knows where its blocks are read
+        keeps at most this many bytes of bodies to other nodes undelivered (at least one
+        body), most urgent first, so that the links carry the blocks read first one after
+        another instead of sharing the rate between all of them. Every process then tells
+        every peer where it reads that peer's block, in a small message after the body
+        (matched, it says the body was delivered); the senders order their blocks by it from
+        the next call on. Read once, by MPI_Init; must be set (or not) for every process
+        alike. 0: every body at once.
 
     - name        : MPIR_CVAR_TNBC_SEND_COPY_MAX
       category    : TNBC
@@ -99,13 +102,20 @@ struct MPII_Tnbc_op {
                                  * any (not paced) */
     size_t paced_out;           /* remote body bytes posted and not yet delivered */
     uint64_t *paced_post_ns;    /* per entry: when a paced body was posted (statistics) */
+    int *paced_body;            /* per peer: its paced body (entry), or -1 */
     uint64_t last_delivery_ns;  /* when a paced body was last delivered */
+    uint64_t paced_progress_ns; /* when a paced body was last posted or delivered */
+    int window_lapsed;          /* no delivery for too long: open until the next one */
     uint64_t paced_bodies, paced_flight_ns, paced_gaps, paced_gap_ns;
+    int *urgency;               /* per peer: where it reads our block (-1 unknown), or NULL */
     int *bodies_out;            /* per peer: body sends in flight (with a body window) */
     int held;                   /* the last poll held a remote body back */
 };
 
 enum { MPII_TNBC_ENTRY_IDLE, MPII_TNBC_ENTRY_POSTED, MPII_TNBC_ENTRY_DONE };
+
+/* the urgency of a body whose reader did not report: after every reported one */
+#define MPII_TNBC_URGENCY_LAST (1 << 20)
 
 /* Where offset off of a space is. The send space is read through its sub-message's source
  * (the user buffer, or a copy of the pieces on unguarded pages). */
@@ -293,25 +303,75 @@ static size_t mark_remote_bodies(MPII_Tnbc_op_t * op)
     return bytes;
 }
 
-/* When the call returns early and the call site's access order is known, remote bodies are
- * paced (a window of delivered bytes, in the schedule's order) and take turns with the node's
- * other processes (a process that waits in the call has nothing to overlap). */
-static void setup_remote(MPII_Tnbc_op_t * op, int pos)
+/* Our order reports: where we read each peer's block (-1: not known). */
+static void fill_reports(MPII_Tnbc_op_t * op, const int *access_pos)
 {
-    int arbitrate = MPII_Tnbc_node_available();
-    size_t pace = (size_t) MPL_MAX(MPIR_CVAR_TNBC_PACE_BYTES, 0);
+    for (int p = 0; p < op->comm->local_size; p++) {
+        int32_t pos = access_pos ? access_pos[p] : -1;
+        memcpy(op->work + MPIR_Tnbc_report_out_off(p), &pos, sizeof(pos));
+    }
+}
 
-    if (op->outcome != MPIR_TNBC_EARLY || pos < 0 || (!arbitrate && !pace))
+/* Pacing needs to know when a body was delivered: the order report that follows it to its
+ * peer tells, once matched (tnbc_sched.h), so reports go synchronously. */
+static void setup_pace(MPII_Tnbc_op_t * op, size_t pace)
+{
+    int n = op->comm->local_size;
+    op->paced_post_ns = MPL_calloc(op->sched.n + 1, sizeof(uint64_t), MPL_MEM_COLL);
+    op->paced_body = MPL_malloc(((size_t) n + 1) * sizeof(int), MPL_MEM_COLL);
+    if (!op->paced_post_ns || !op->paced_body)
+        return; /* without memory, the bodies go at once */
+    for (int p = 0; p < n; p++)
+        op->paced_body[p] = -1;
+    for (int i = 0; i < op->sched.n; i++)
+        if (op->remote[i])
+            op->paced_body[op->sched.entries[i].peer] = i;
+    op->pace = pace;
+}
+
+/* An order report that tells that a paced body before it was delivered. */
+static int reports_delivery(const MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e)
+{
+    return op->pace && e->kind == MPIR_TNBC_SEND && e->space == MPIR_TNBC_SPACE_WORK &&
+        e->tag == 1 && op->paced_body[e->peer] >= 0;
+}
+
+/* The most urgent of the readers' positions (MPII_TNBC_URGENCY_LAST: none reported). */
+static int first_urgency(const int *urgency, int n)
+{
+    int first = MPII_TNBC_URGENCY_LAST;
+    for (int p = 0; p < n; p++)
+        if (urgency[p] >= 0 && urgency[p] < first)
+            first = urgency[p];
+    return first;
+}
+
+/* When the call returns early and where our blocks are read is known (our position in the
+ * access order, or the readers' reports), remote bodies are paced (a window of delivered bytes,
+ * in the schedule's order) and take turns with the node's other processes (a process that
+ * waits in the call has nothing to overlap). With reports, each body has its own urgency and
+ * our position is the next one's (poll). */
+static void setup_remote(MPII_Tnbc_op_t * op, int pos, const int *urgency)
+{
+    int n = op->comm->local_size, arbitrate = MPII_Tnbc_node_available();
+    size_t pace = MPII_Tnbc_policy.pace_bytes;
+
+    if (op->outcome != MPIR_TNBC_EARLY || (!arbitrate && !pace))
+        return;
+    if (urgency) {
+        pos = first_urgency(urgency, n);
+        op->urgency = arbitrate ? MPL_malloc(((size_t) n + 1) * sizeof(int), MPL_MEM_COLL) : NULL;
+        if (op->urgency)
+            memcpy(op->urgency, urgency, n * sizeof(int));
+    }
+    if (pos < 0)
         return;
     op->remote = MPL_calloc(op->sched.n + 1, 1, MPL_MEM_COLL);
     if (!op->remote)
         return; /* no memory: the bodies go at once, as without pacing */
     size_t bytes = mark_remote_bodies(op);
-    if (bytes > 0 && pace > 0) {
-        op->paced_post_ns = MPL_calloc(op->sched.n + 1, sizeof(uint64_t), MPL_MEM_COLL);
-        if (op->paced_post_ns)
-            op->pace = pace;    /* else, without memory, the bodies go at once */
-    }
+    if (bytes > 0 && pace > 0 && op->sched.reports)
+        setup_pace(op, pace);
     if ((!arbitrate || !MPII_Tnbc_node_join(&op->turn, op->comm, op->tags[0], pos, bytes)) &&
         !op->pace) {
         MPL_free(op->remote);
@@ -323,6 +383,7 @@ static void note_post(MPII_Tnbc_op_t * op, int i)
 {
     uint64_t now = MPII_Tnbc_now_ns();
     op->paced_post_ns[i] = now;
+    op->paced_progress_ns = now;
     if (op->last_delivery_ns) {
         /* posted after a delivery made room: how long the room stayed unused (or held) */
         op->paced_gaps++;
@@ -331,19 +392,35 @@ static void note_post(MPII_Tnbc_op_t * op, int i)
     op->paced_out += op->sched.entries[i].len;
 }
 
+static void node_sent(MPII_Tnbc_op_t * op, size_t len)
+{
+    op->turn.in_flight -= len;
+    MPII_Tnbc_node_sent(&op->turn, len);
+}
+
 static void note_delivery(MPII_Tnbc_op_t * op, int i)
 {
     uint64_t now = MPII_Tnbc_now_ns();
+    node_sent(op, op->sched.entries[i].len);
+    op->window_lapsed = 0;
     op->paced_out -= op->sched.entries[i].len;
     op->paced_bodies++;
     op->paced_flight_ns += now - op->paced_post_ns[i];
     op->last_delivery_ns = now;
+    op->paced_progress_ns = now;
 }
 
-/* A paced remote body waits while the window is full (a delivery reopens it). */
-static int waits_for_window(const MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e)
+/* A paced remote body waits while the window is full (a delivery reopens it), but not for a
+ * receiver that has not matched anything for MPIR_CVAR_TNBC_NODE_HOLD_MAX_US (it may be late
+ * into the call, or busy): then the window lapses until the next delivery. */
+static int waits_for_window(MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e)
 {
-    return op->pace && op->paced_out > 0 && op->paced_out + e->len > op->pace;
+    if (!op->pace || op->window_lapsed || op->paced_out == 0 ||
+        op->paced_out + e->len <= op->pace)
+        return 0;
+    uint64_t limit_ns = (uint64_t) MPL_MAX(MPIR_CVAR_TNBC_NODE_HOLD_MAX_US, 0) * 1000;
+    op->window_lapsed = MPII_Tnbc_now_ns() - op->paced_progress_ns > limit_ns;
+    return !op->window_lapsed;
 }
 
 /* A remote body waits for its turn; the peers are looked at once per poll (*looked). */
@@ -440,6 +517,8 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     if (op->sched.work_bytes) {
         op->work = MPL_malloc(op->sched.work_bytes, MPL_MEM_COLL);
         MPIR_ERR_CHKANDJUMP(!op->work, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        if (op->sched.reports)
+            fill_reports(op, args->access_pos);
     }
     /* no memory for the counts: every body goes at once, as without a window */
     if (op->sched.body_window > 0 && op->sched.body_prio > 0)
@@ -454,7 +533,8 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
         MPIR_ERR_CHKANDJUMP(!op->send_src || !op->send_left, mpi_errno, MPI_ERR_OTHER, "**nomem");
         op->outcome = MPIR_TNBC_SYNC_NOMEM;
     }
-    setup_remote(op, args->access_pos ? args->access_pos[op->comm->rank] : -1);
+    setup_remote(op, args->access_pos ? args->access_pos[op->comm->rank] : -1,
+                 args->send_urgency);
 
     int made;
     mpi_errno = MPII_Tnbc_op_poll(op, &made);
@@ -518,8 +598,8 @@ static int post_entry(MPII_Tnbc_op_t * op, int i)
                                    &op->req[i]);
             break;
         case MPIR_TNBC_SEND:
-            /* a paced body is done when delivered (matched), not when handed to the network */
-            if (op->pace && op->remote[i])
+            /* a report completes once matched: the body before it was delivered */
+            if (reports_delivery(op, e))
                 mpi_errno = MPIC_Issend(at, e->len, MPI_BYTE, e->peer, op->tags[e->tag],
                                         op->comm, &op->req[i], &errflag);
             else
@@ -556,12 +636,10 @@ static void entry_done(MPII_Tnbc_op_t * op, int i)
     op->ndone++;
     if (windowed(op, e))
         op->bodies_out[e->peer]--;
-    if (op->remote && op->remote[i]) {
-        if (op->pace)
-            note_delivery(op, i);
-        op->turn.in_flight -= e->len;
-        MPII_Tnbc_node_sent(&op->turn, e->len);
-    }
+    if (reports_delivery(op, e))
+        note_delivery(op, op->paced_body[e->peer]);
+    if (op->remote && op->remote[i] && !op->pace)
+        node_sent(op, e->len);  /* a paced body counts once delivered (note_delivery) */
     if (MPIR_Tnbc_entry_fills_recv(e))
         recv_sub_done(op, e->sub);
     else
@@ -584,12 +662,19 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
                 (e->after2 >= 0 && op->state[e->after2] != MPII_TNBC_ENTRY_DONE) ||
                 (e->prev_peer >= 0 && op->state[e->prev_peer] == MPII_TNBC_ENTRY_IDLE))
                 continue;
+            if (op->remote && op->remote[i] && op->urgency) {
+                /* our position is this body's: the peers are looked at again if it moved */
+                int u = op->urgency[e->peer];
+                looked &= !MPII_Tnbc_node_set_pos(&op->turn, u >= 0 ? u : MPII_TNBC_URGENCY_LAST);
+            }
             if (op->remote && op->remote[i] && waits_for_turn(op, e, &looked)) {
                 op->held = 1;
                 continue;
             }
-            if (op->remote && op->remote[i] && waits_for_window(op, e))
-                continue;       /* a delivery reopens it: a network event wakes the helper */
+            if (op->remote && op->remote[i] && waits_for_window(op, e)) {
+                op->held = 1;   /* a delivery reopens it, or the helper's timer lapses it */
+                continue;
+            }
             if (windowed(op, e) && op->bodies_out[e->peer] >= s->body_window)
                 continue;       /* a completion reopens it: a network event wakes the helper */
             mpi_errno = post_entry(op, i);
@@ -697,6 +782,8 @@ int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
         MPII_Tnbc_stats_paced(op->paced_bodies, op->paced_flight_ns, op->paced_gaps,
                               op->paced_gap_ns);
     MPL_free(op->paced_post_ns);
+    MPL_free(op->paced_body);
+    MPL_free(op->urgency);
     MPL_free(op->remote);
     if (op->recv_region && op->site)
         learn_from_faults(op);

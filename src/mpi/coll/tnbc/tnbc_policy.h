@@ -101,6 +101,8 @@ typedef struct {
     size_t min_bytes;
     size_t node_min_bytes;      /* the same for a communicator within one node;
                                  * MPIR_TNBC_NODE_DECLINE_ALL: every call, whatever its sizes */
+    size_t pace_bytes;          /* MPIR_CVAR_TNBC_PACE_BYTES as MPI_Init found it (0: off); its
+                                 * schedules carry order reports, so it is agreed */
     int job_off;                /* every call declined: until MPI_Init's agreement, and for
                                  * good where a process bypasses libmpi's libc wrappers */
 } MPIR_Tnbc_policy_t;

@@ -14,6 +14,7 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ void MPIR_Tnbc_sites_free(MPIR_Tnbc_sites_t * t)
             free(s->peer_pos[p]);
         free(s->peer_pos);
         free(s->peer_rank);
+        free(s->reader_pos);
         free(s->rank);
         free(s);
     }
@@ -193,6 +195,63 @@ int MPIR_Tnbc_site_set_peer_order(MPIR_Tnbc_site_t * s, int peer, const int *pos
     }
     memcpy(kept, pos, s->key.nblocks * sizeof(int));
     return 1;
+}
+
+int MPIR_Tnbc_site_set_reader_pos(MPIR_Tnbc_site_t * s, const int32_t * in, int rank)
+{
+    int n = s->key.comm_size, known = 0;
+    if (!s->reader_pos) {
+        if (!(s->reader_pos = malloc(((size_t) n + 1) * sizeof(int))))
+            return 0;
+        for (int p = 0; p < n; p++)
+            s->reader_pos[p] = -1;
+    }
+    for (int p = 0; p < n; p++) {
+        if (p == rank || (in[p] >= 0 && in[p] < s->key.nblocks))
+            s->reader_pos[p] = p == rank ? -1 : in[p];
+        else if (in[p] != -1)
+            s->reader_pos[p] = -1;
+        known += s->reader_pos[p] >= 0;
+    }
+    s->nreaders = known;
+    return known;
+}
+
+const int *MPIR_Tnbc_site_reader_pos(const MPIR_Tnbc_site_t * s)
+{
+    return s->nreaders > 0 ? s->reader_pos : NULL;
+}
+
+typedef struct {
+    int pos, dist, peer;
+} MPII_reader_t;
+
+static int cmp_readers(const void *a, const void *b)
+{
+    const MPII_reader_t *x = a, *y = b;
+    if (x->pos != y->pos)
+        return x->pos < y->pos ? -1 : 1;
+    return x->dist < y->dist ? -1 : x->dist > y->dist;
+}
+
+void MPIR_Tnbc_send_order_by_readers(const int *reader_pos, int rank, int size, int *send_pos)
+{
+    MPII_reader_t *r = malloc(((size_t) size + 1) * sizeof(*r));
+    int n = 0;
+    for (int p = 0; p < size; p++) {
+        send_pos[p] = (p - rank + size) % size;        /* ring order, if no memory */
+        if (p != rank && r) {
+            r[n].pos = reader_pos[p] >= 0 ? reader_pos[p] : INT_MAX;
+            r[n].dist = send_pos[p];
+            r[n++].peer = p;
+        }
+    }
+    if (!r)
+        return;
+    qsort(r, n, sizeof(*r), cmp_readers);
+    for (int i = 0; i < n; i++)
+        send_pos[r[i].peer] = i;
+    free(r);
 }
 
 void MPIR_Tnbc_site_order(const MPIR_Tnbc_site_t * s, int *blocks)

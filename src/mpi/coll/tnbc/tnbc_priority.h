@@ -55,6 +55,10 @@ typedef struct {
     int npeers;
     int *peer_rank;
     int **peer_pos;
+    /* where each process reads this one's block (an Alltoall(v)'s order reports): reader_pos[p]
+     * (0 first, -1 not reported), nreaders known */
+    int *reader_pos;
+    int nreaders;
     MPIR_Tnbc_gain_t gain;      /* return early here, or wait in the call (tnbc_gain.h) */
 } MPIR_Tnbc_site_t;
 
@@ -108,6 +112,17 @@ void MPIR_Tnbc_site_order(const MPIR_Tnbc_site_t * s, int *blocks);
 int MPIR_Tnbc_site_set_peer_order(MPIR_Tnbc_site_t * s, int peer, const int *pos);
 /* The order peer last reported, or NULL. */
 const int *MPIR_Tnbc_site_peer_order(const MPIR_Tnbc_site_t * s, int peer);
+
+/* Keep the positions the readers reported for a site of comm_size processes: in[p] is where
+ * process p reads our block (rank, ours, is skipped). -1 (the reader did not know, e.g. a call
+ * too small to learn from) keeps what p reported before; anything else outside 0..nblocks-1
+ * forgets it. Returns how many are known now (0 also without memory). */
+int MPIR_Tnbc_site_set_reader_pos(MPIR_Tnbc_site_t * s, const int32_t * in, int rank);
+/* The readers' positions, or NULL when none has reported. */
+const int *MPIR_Tnbc_site_reader_pos(const MPIR_Tnbc_site_t * s);
+/* send_pos[p] (0 first) from the readers' positions: the block read earliest goes first, ties
+ * and unreported readers (last) in ring order from rank. */
+void MPIR_Tnbc_send_order_by_readers(const int *reader_pos, int rank, int size, int *send_pos);
 
 /* Parse a whole profile. Returns OK, ERR_NOMEM, or ERR_SYNTAX with the 1-based line in
  * *bad_line. Sites are added to t (from_profile, known). */

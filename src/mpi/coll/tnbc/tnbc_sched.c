@@ -174,7 +174,7 @@ int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
                               const size_t * rbytes, const size_t * roff)
 {
     return MPIR_Tnbc_sched_alltoallv_ordered(s, rank, size, sbytes, soff, rbytes, roff, NULL,
-                                             NULL);
+                                             NULL, 0);
 }
 
 void MPIR_Tnbc_sched_recv_sub_blocks(const MPIR_Tnbc_sched_t * s, int *block)
@@ -188,10 +188,51 @@ void MPIR_Tnbc_sched_recv_sub_blocks(const MPIR_Tnbc_sched_t * s, int *block)
     }
 }
 
+size_t MPIR_Tnbc_reports_bytes(int size)
+{
+    return 2 * (size_t) size * sizeof(int32_t);
+}
+
+size_t MPIR_Tnbc_report_out_off(int peer)
+{
+    return (size_t) peer * sizeof(int32_t);
+}
+
+size_t MPIR_Tnbc_report_in_off(int size, int peer)
+{
+    return ((size_t) size + peer) * sizeof(int32_t);
+}
+
+/* A report follows the body to its peer (see the header) and is no body itself: nothing
+ * holds it back. */
+static int order_reports(MPIR_Tnbc_sched_t * s, int rank, int size, const int *body_to)
+{
+    int rc;
+    for (int step = 1; step < size; step++) {
+        int to = (rank + step) % size, from = (rank - step + size) % size;
+        MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, to, MPIR_TNBC_SPACE_WORK,
+                                              MPIR_Tnbc_report_out_off(to), sizeof(int32_t),
+                                              size - 1);
+        e.after = body_to[to];
+        e.tag = 1;
+        if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
+            return rc;
+        e = MPII_Tnbc_entry(MPIR_TNBC_RECV, from, MPIR_TNBC_SPACE_WORK,
+                            MPIR_Tnbc_report_in_off(size, from), sizeof(int32_t), 0);
+        e.tag = 1;
+        if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
+            return rc;
+    }
+    s->ntags = 2;
+    s->work_bytes = MPIR_Tnbc_reports_bytes(size);
+    s->reports = 1;
+    return MPIR_TNBC_SCHED_OK;
+}
+
 int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
                                       const size_t * sbytes, const size_t * soff,
                                       const size_t * rbytes, const size_t * roff,
-                                      const int *recv_pos, const int *send_pos)
+                                      const int *recv_pos, const int *send_pos, int reports)
 {
     int rc;
 
@@ -202,6 +243,9 @@ int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
     rc = MPII_Tnbc_sched_reserve(s, MPII_TNBC_PAIR_PIECES * size, MPII_TNBC_PAIR_PIECES * size);
     if (rc)
         return rc;
+    int *body_to = reports ? malloc((size + 1) * sizeof(int)) : NULL;
+    if (reports && !body_to)
+        return MPIR_TNBC_SCHED_ERR_NOMEM;
 
     if (rbytes[rank] > 0) {
         MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_COPY, rank, MPIR_TNBC_SPACE_RECV,
@@ -209,7 +253,7 @@ int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
         e.src_off = soff[rank];
         e.sub = MPII_Tnbc_sched_recv_sub(s, roff[rank], rbytes[rank]);
         if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
-            return rc;
+            goto fn_exit;
     }
     for (int step = 1; step < size; step++) {
         int to = (rank + step) % size;
@@ -223,7 +267,7 @@ int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
                                                   piece_prio(k, order, size));
             e.sub = piece_recv_sub(s, e.off, len[k]);
             if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
-                return rc;
+                goto fn_exit;
         }
         npieces = split_edges(sbytes[to], off, len);
         for (int k = 0; k < npieces; k++) {
@@ -233,14 +277,22 @@ int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
                                                              size));
             e.sub = piece_send_sub(s, e.off, len[k]);
             if ((rc = MPII_Tnbc_sched_add(s, &e)) < 0)
-                return rc;
+                goto fn_exit;
         }
+        if (body_to)    /* the pair's last piece, or none */
+            body_to[to] = npieces ? s->n - 1 : -1;
     }
+    if (reports && (rc = order_reports(s, rank, size, body_to)) != MPIR_TNBC_SCHED_OK)
+        goto fn_exit;
     s->body_prio = size;
     /* the self copy reads the send space too */
     if (sbytes[rank] > 0 && soff[rank] + sbytes[rank] > s->send_bytes)
         s->send_bytes = soff[rank] + sbytes[rank];
-    return MPIR_Tnbc_sched_finish(s);
+    rc = MPIR_Tnbc_sched_finish(s);
+
+  fn_exit:
+    free(body_to);
+    return rc;
 }
 
 int MPIR_Tnbc_sched_neighbor(MPIR_Tnbc_sched_t * s, int nsend, const int *dests,

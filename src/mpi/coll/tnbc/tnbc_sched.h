@@ -102,6 +102,7 @@ typedef struct {
                                  * waits for before its call returns (0: none are) */
     int ntags;                  /* tags the operation draws (0: one) */
     int body_window;            /* sends of bodies in flight to one peer at most (0: any) */
+    int reports;                /* carries order reports (MPIR_Tnbc_sched_alltoallv_ordered) */
 } MPIR_Tnbc_sched_t;
 
 void MPIR_Tnbc_sched_init(MPIR_Tnbc_sched_t * s);
@@ -116,12 +117,22 @@ int MPIR_Tnbc_sched_alltoallv(MPIR_Tnbc_sched_t * s, int rank, int size,
                               const size_t * sbytes, const size_t * soff,
                               const size_t * rbytes, const size_t * roff);
 /* The same, with the receive bodies posted by recv_pos[from] (0 first: the access order) and
- * the sends by send_pos[to] (0 first: a reorder plan) instead of ring order; edges still go
- * before bodies. NULL: ring order. */
+ * the sends by send_pos[to] (0 first: a reorder plan, or the readers' orders) instead of ring
+ * order; edges still go before bodies. NULL: ring order. With reports (every process or
+ * none), each rank also tells every peer where it reads that peer's block: an int32 (-1:
+ * unknown) from its work space at MPIR_Tnbc_report_out_off(peer) into the peer's at
+ * MPIR_Tnbc_report_in_off(size, rank), on a tag of its own; the work space is then
+ * MPIR_Tnbc_reports_bytes(size). A report goes after the body to the same peer (after):
+ * over one connection it arrives after the body, so its being matched tells the sender the
+ * body was delivered. A hint only: MPI does not order messages of different tags, and a
+ * transport with several rails may deliver them out of order. */
 int MPIR_Tnbc_sched_alltoallv_ordered(MPIR_Tnbc_sched_t * s, int rank, int size,
                                       const size_t * sbytes, const size_t * soff,
                                       const size_t * rbytes, const size_t * roff,
-                                      const int *recv_pos, const int *send_pos);
+                                      const int *recv_pos, const int *send_pos, int reports);
+size_t MPIR_Tnbc_reports_bytes(int size);
+size_t MPIR_Tnbc_report_out_off(int peer);
+size_t MPIR_Tnbc_report_in_off(int size, int peer);
 
 /* The entry is a body: no process waits for it before returning, so it may be held back:
  * by node arbitration, or by body_window, which keeps the order of priorities on the wire
