@@ -670,6 +670,12 @@ static void choose_return(MPII_Tnbc_start_t * args)
         args->gain = NULL;
         return;
     }
+    /* Paced calls return early: only early calls pace, and a site that switched between the
+     * two would have its peers' turns and windows wait for calls that do not take them. */
+    if (args->sched.reports) {
+        args->gain = NULL;
+        return;
+    }
     if (!args->gain) {
         MPIR_Tnbc_site_t *site = MPII_Tnbc_access_site(args->coll, args->comm->local_size,
                                                        args->sched.nrecv_sub,

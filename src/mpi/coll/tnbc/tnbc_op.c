@@ -30,8 +30,9 @@ cvars:
         another instead of sharing the rate between all of them. Every process then tells
         every peer where it reads that peer's block, in a small message after the body
         (matched, it says the body was delivered); the senders order their blocks by it from
-        the next call on. Read once, by MPI_Init; must be set (or not) for every process
-        alike. 0: every body at once.
+        the next call on. Such calls always return early (MPIR_CVAR_TNBC_RETURN adaptive
+        acts as early for them). Read once, by MPI_Init; must be set (or not) for every
+        process alike. 0: every body at once.
 
     - name        : MPIR_CVAR_TNBC_SEND_COPY_MAX
       category    : TNBC
