@@ -88,16 +88,18 @@ def stall(arrivals, read_s):
     return waited
 
 
-def fifo_arrivals(lay):
-    """arrival[dst][src] when every block is sent at once over max-min fair links."""
-    arrival = [[0.0] * lay.size for _ in range(lay.size)]
-    left = {}
-    for dst in range(lay.size):
-        for src in range(lay.size):
-            if lay.remote(src, dst) and lay.nbytes > 0:
-                left[(src, dst)] = float(lay.nbytes)
-            elif lay.remote(src, dst):
-                arrival[dst][src] = lay.latency_s + lay.msg_cost_s
+def start_block(lay, left, arrival, src, dst):
+    """Block src -> dst starts: a flow of its bytes in left, or, empty, it arrives at once."""
+    if lay.nbytes > 0:
+        left[(src, dst)] = float(lay.nbytes)
+    else:
+        arrival[dst][src] = lay.latency_s + lay.msg_cost_s
+
+
+def drain(lay, left, arrival, arrived=None):
+    """Run the flows of left (bytes still to send per (src, dst)) over max-min fair links,
+    recomputing the rates whenever one completes, into arrival[dst][src]; arrived(flow), if
+    given, may start more."""
     now = 0.0
     while left:
         rates = fair_rates(lay, list(left))
@@ -108,6 +110,19 @@ def fifo_arrivals(lay):
             if left[f] <= 1e-6 * lay.nbytes:
                 del left[f]
                 arrival[f[1]][f[0]] = now + lay.latency_s + lay.msg_cost_s
+                if arrived:
+                    arrived(f)
+
+
+def fifo_arrivals(lay):
+    """arrival[dst][src] when every block is sent at once over max-min fair links."""
+    arrival = [[0.0] * lay.size for _ in range(lay.size)]
+    left = {}
+    for dst in range(lay.size):
+        for src in range(lay.size):
+            if lay.remote(src, dst):
+                start_block(lay, left, arrival, src, dst)
+    drain(lay, left, arrival)
     return arrival
 
 
@@ -178,25 +193,12 @@ def paced_arrivals(lay, kernel, window=1, per_node=True, orders="receivers"):
     def start(unit):
         while queues[unit] and sum(1 for f in left if sender[f] == unit) < window:
             _, _, src, dst = queues[unit].pop()
-            if lay.nbytes > 0:
-                left[(src, dst)] = float(lay.nbytes)
-                sender[(src, dst)] = unit
-            else:
-                arrival[dst][src] = lay.latency_s + lay.msg_cost_s
+            sender[(src, dst)] = unit
+            start_block(lay, left, arrival, src, dst)
 
     for unit in queues:
         start(unit)
-    now = 0.0
-    while left:
-        rates = fair_rates(lay, list(left))
-        step = min(left[f] / rates[f] for f in left)
-        now += step
-        for f in list(left):
-            left[f] -= rates[f] * step
-            if left[f] <= 1e-6 * lay.nbytes:
-                del left[f]
-                arrival[f[1]][f[0]] = now + lay.latency_s + lay.msg_cost_s
-                start(sender[f])
+    drain(lay, left, arrival, lambda f: start(sender[f]))
     return arrival
 
 
