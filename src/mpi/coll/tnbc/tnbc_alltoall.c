@@ -167,27 +167,15 @@ static int reports_on(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_nbrs_t * nbrs)
                                                         coll == MPIR_TNBC_COLL_ALLTOALLW);
 }
 
-/* The peers' reports, from our work space, go to the call site. */
+/* The peers' reports, in our work space (our own slot stays -1), go to the call site. */
 static void learn_readers(MPIR_Tnbc_site_t * site, const MPIR_Tnbc_sched_t * sched,
                           const char *work)
 {
-    int n = site->key.comm_size;
-    int32_t *in = MPL_malloc(((size_t) n + 1) * sizeof(int32_t), MPL_MEM_COLL);
-
-    if (!in || !work) {
-        MPL_free(in);
-        return;
+    (void) sched;
+    if (work) {
+        const char *in = work + MPIR_Tnbc_report_in_off(site->key.comm_size, 0);
+        MPIR_Tnbc_site_set_reader_pos(site, (const int32_t *) in, -1);
     }
-    for (int p = 0; p < n; p++)
-        in[p] = -1;
-    for (int i = 0; i < sched->n; i++) {
-        const MPIR_Tnbc_entry_t *e = &sched->entries[i];
-        if (e->kind == MPIR_TNBC_RECV && e->space == MPIR_TNBC_SPACE_WORK &&
-            e->len == sizeof(int32_t) && e->peer >= 0 && e->peer < n)
-            memcpy(&in[e->peer], work + e->off, sizeof(int32_t));
-    }
-    MPIR_Tnbc_site_set_reader_pos(site, in, -1);
-    MPL_free(in);
 }
 
 /* Every rank in ring order (or receives by access order, sends by a reorder plan or by where

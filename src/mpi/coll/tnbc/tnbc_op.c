@@ -304,12 +304,15 @@ static size_t mark_remote_bodies(MPII_Tnbc_op_t * op)
     return bytes;
 }
 
-/* Our order reports: where we read each peer's block (-1: not known). */
+/* Our order reports: where we read each peer's block (-1: not known); the peers' slots read
+ * -1 until theirs arrive (ours never does). */
 static void fill_reports(MPII_Tnbc_op_t * op, const int *access_pos)
 {
-    for (int p = 0; p < op->comm->local_size; p++) {
-        int32_t pos = access_pos ? access_pos[p] : -1;
+    int n = op->comm->local_size;
+    for (int p = 0; p < n; p++) {
+        int32_t pos = access_pos ? access_pos[p] : -1, none = -1;
         memcpy(op->work + MPIR_Tnbc_report_out_off(p), &pos, sizeof(pos));
+        memcpy(op->work + MPIR_Tnbc_report_in_off(n, p), &none, sizeof(none));
     }
 }
 
@@ -663,16 +666,17 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
                 (e->after2 >= 0 && op->state[e->after2] != MPII_TNBC_ENTRY_DONE) ||
                 (e->prev_peer >= 0 && op->state[e->prev_peer] == MPII_TNBC_ENTRY_IDLE))
                 continue;
-            if (op->remote && op->remote[i] && op->urgency) {
+            int remote = op->remote && op->remote[i];
+            if (remote && op->urgency) {
                 /* our position is this body's: the peers are looked at again if it moved */
                 int u = op->urgency[e->peer];
                 looked &= !MPII_Tnbc_node_set_pos(&op->turn, u >= 0 ? u : MPII_TNBC_URGENCY_LAST);
             }
-            if (op->remote && op->remote[i] && waits_for_turn(op, e, &looked)) {
+            if (remote && waits_for_turn(op, e, &looked)) {
                 op->held = 1;
                 continue;
             }
-            if (op->remote && op->remote[i] && waits_for_window(op, e)) {
+            if (remote && waits_for_window(op, e)) {
                 op->held = 1;   /* a delivery reopens it, or the helper's timer lapses it */
                 continue;
             }
@@ -683,7 +687,7 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
             *made_progress = 1;
             if (windowed(op, e))
                 op->bodies_out[e->peer]++;
-            if (op->remote && op->remote[i]) {
+            if (remote) {
                 if (op->pace)
                     note_post(op, i);
                 op->turn.in_flight += e->len;

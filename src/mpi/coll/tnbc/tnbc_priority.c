@@ -207,9 +207,11 @@ int MPIR_Tnbc_site_set_reader_pos(MPIR_Tnbc_site_t * s, const int32_t * in, int 
             s->reader_pos[p] = -1;
     }
     for (int p = 0; p < n; p++) {
-        if (p == rank || (in[p] >= 0 && in[p] < s->key.nblocks))
-            s->reader_pos[p] = p == rank ? -1 : in[p];
-        else if (in[p] != -1)
+        if (p == rank)
+            s->reader_pos[p] = -1;
+        else if (in[p] >= 0 && in[p] < s->key.nblocks)
+            s->reader_pos[p] = in[p];
+        else if (in[p] != -1)   /* -1 keeps the last report */
             s->reader_pos[p] = -1;
         known += s->reader_pos[p] >= 0;
     }
