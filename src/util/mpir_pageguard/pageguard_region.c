@@ -499,12 +499,22 @@ static int land_guarded(MPIR_Pageguard_region_t * r, int fd, uintptr_t lo, uintp
  * again. A page already open is written as it is. */
 static uintptr_t claim_run(MPIR_Pageguard_region_t * r, uintptr_t at, uintptr_t limit)
 {
+    /* A page of this thread's own stack below its live frames would take the frames of the
+     * writes that land it, and a thread that lands cannot wait for itself: nobody can read
+     * such a page any more (on_our_page), so it is given up instead of claimed. */
+    uintptr_t live = (uintptr_t) __builtin_frame_address(0);
     while (at < limit) {
+        uintptr_t next = next_page(at, limit);
+        if (next <= live && MPII_Pageguard_on_own_stack(at, next) &&
+            MPII_Pageguard_forget_page(r, (at - r->gbase) / MPII_pageguard.pagesize)) {
+            MPII_Pageguard_wake(r);
+            break;
+        }
         unsigned char state = MPII_PAGE_GUARDED;
         if (!atomic_compare_exchange_strong(state_at(r, at), &state, MPII_PAGE_LANDING) &&
             given_up(state))
             break;
-        at = next_page(at, limit);
+        at = next;
     }
     return at;
 }
@@ -598,9 +608,15 @@ int MPIR_Pageguard_complete(MPIR_Pageguard_region_t * r, int k)
             rc = MPIR_PAGEGUARD_ERR_NOMEM;
             break;
         }
-        for (size_t i = p; i < q; i++)
-            atomic_store(&r->page_state[i], MPII_PAGE_RELEASED);
-        atomic_fetch_sub(&r->unreleased, (int) (q - p));
+        /* page by page: one of our own stack may have been given up meanwhile, by a fault
+         * of the mprotect call itself (forget_page counts it) */
+        int opened = 0;
+        for (size_t i = p; i < q; i++) {
+            unsigned char guarded = MPII_PAGE_GUARDED;
+            opened += atomic_compare_exchange_strong(&r->page_state[i], &guarded,
+                                                     MPII_PAGE_RELEASED);
+        }
+        atomic_fetch_sub(&r->unreleased, opened);
         released = 1;
         p = q;
     }
