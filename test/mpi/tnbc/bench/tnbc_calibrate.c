@@ -9,10 +9,15 @@
  *   tnbc_calibrate compute MADDS          every rank: MADDS dependent multiply-adds, no MPI
  *   tnbc_calibrate latency BYTES ITERS    ping-pong between rank 0 and the last rank
  *   tnbc_calibrate alltoall BYTES ITERS   blocking MPI_Alltoall, BYTES per pair
+ *   tnbc_calibrate msgrate BYTES COUNT ITERS
+ *                                         rank 0 sends COUNT messages of BYTES at once to the
+ *                                         last rank, which acknowledges the last one
  *
  * Prints key=value lines: compute "rank=R seconds=S" per rank; latency "half_rtt_us=" (median
  * of ITERS); alltoall "iter=K ms=" per iteration (maximum over ranks), then "errors=N" (data
- * checked). */
+ * checked); msgrate "per_msg_us=" (median over ITERS of a burst's time less one round trip,
+ * divided by COUNT: the software cost of one message where its sender or receiver is the
+ * bottleneck). */
 
 #include <mpi.h>
 #include <stdio.h>
@@ -103,6 +108,58 @@ static void alltoall(size_t bytes, int iters)
     free(r);
 }
 
+static void msgrate(size_t bytes, int count, int iters)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int peer = rank == 0 ? size - 1 : 0;
+    char *buf = calloc((bytes + 1) * (size_t) count, 1);
+    MPI_Request *reqs = malloc(count * sizeof(MPI_Request));
+    double *per = calloc(iters, sizeof(double)), rtt = 1e30;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (size > 1 && (rank == 0 || rank == size - 1)) {
+        for (int k = -200; k < 0; k++) {        /* connect, warm up, take the fastest round trip */
+            double t0 = MPI_Wtime();
+            if (rank == 0) {
+                MPI_Send(buf, 0, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+                MPI_Recv(buf, 0, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(buf, 0, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(buf, 0, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+            }
+            if (MPI_Wtime() - t0 < rtt)
+                rtt = MPI_Wtime() - t0;
+        }
+        for (int k = -2; k < iters; k++) {
+            double t0 = MPI_Wtime();
+            for (int m = 0; m < count; m++) {
+                char *b = buf + (bytes + 1) * (size_t) m;
+                if (rank == 0)
+                    MPI_Isend(b, (int) bytes, MPI_CHAR, peer, 0, MPI_COMM_WORLD, &reqs[m]);
+                else
+                    MPI_Irecv(b, (int) bytes, MPI_CHAR, peer, 0, MPI_COMM_WORLD, &reqs[m]);
+            }
+            MPI_Waitall(count, reqs, MPI_STATUSES_IGNORE);
+            if (rank == 0)
+                MPI_Recv(buf, 0, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            else
+                MPI_Send(buf, 0, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+            if (k >= 0)
+                per[k] = (MPI_Wtime() - t0 - rtt) / count;
+        }
+        if (rank == 0) {
+            qsort(per, iters, sizeof(double), cmp_double);
+            printf("per_msg_us=%.3f p10_us=%.3f p90_us=%.3f rtt_us=%.2f\n", 1e6 * per[iters / 2],
+                   1e6 * per[iters / 10], 1e6 * per[iters * 9 / 10], 1e6 * rtt);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(buf);
+    free(reqs);
+    free(per);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -111,13 +168,15 @@ int main(int argc, char **argv)
         compute(atol(argv[2]));
     else if (argc == 4 && !strcmp(argv[1], "latency") && atoi(argv[3]) > 0)
         latency((size_t) atol(argv[2]), atoi(argv[3]));
+    else if (argc == 5 && !strcmp(argv[1], "msgrate") && atoi(argv[3]) > 0 && atoi(argv[4]) > 0)
+        msgrate((size_t) atol(argv[2]), atoi(argv[3]), atoi(argv[4]));
     else if (argc == 4 && !strcmp(argv[1], "alltoall") && atol(argv[2]) >= (long) sizeof(int))
         alltoall((size_t) atol(argv[2]), atoi(argv[3]));
     else
         ok = 0;
     if (!ok)
         fprintf(stderr, "usage: tnbc_calibrate compute MADDS | latency BYTES ITERS | "
-                "alltoall BYTES ITERS\n");
+                "msgrate BYTES COUNT ITERS | alltoall BYTES ITERS\n");
     fflush(stdout);
     MPI_Finalize();
     return ok ? 0 : 2;

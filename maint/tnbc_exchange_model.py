@@ -1,0 +1,283 @@
+##
+## mpich-tnbc: how long an irregular exchange (Alltoallv, Alltoall) takes with stock MPICH's
+## algorithms and with reorder + merge, on a cluster described by a handful of costs (the
+## priorities issue's model, item 4). Pure Python, no MPI: maint/exchange-model prints it and
+## checks it against maint/bench-exchange reports, test/maint/test-exchange-model tests it.
+##
+## The job: NODES x PPN ranks in block placement (rank r on node r // PPN), every rank sending
+## counts[src][dst] bytes (the workloads of test/mpi/tnbc/bench/tnbc_exchange.c). The cluster:
+##   rate        payload bytes per second of a node link, each direction
+##   latency     one dependent step across nodes: wire plus the software's wake-up
+##   msg         what one message costs the software at each end (posting, matching, the TCP
+##               or verbs path), across nodes
+##   shm_msg     the same within a node (shared memory)
+##   node_latency one dependent step within a node
+##   copy        bytes per second one process copies (packing, unpacking, shared memory)
+##   nic_msg     what one message costs a node link besides its bytes (headers, the NIC)
+##
+## An exchange takes as long as its busiest resource, plus one latency per dependent step
+## (a bottleneck model; no contention beyond the links' fair share):
+##   all at once (scattered with at most THROTTLE peers per round, reorder: every message at
+##       once): per round latency + max(the busiest process's messages and copies, the busiest
+##       link's bytes and messages);
+##   pairwise_sendrecv_replace (Alltoallv): the pairs in MPICH's order, each process in one
+##       exchange at a time, each exchange latency + 2 msg + bytes / rate + the copy back, and
+##       never faster than the links allow;
+##   pairwise (Alltoall): size - 1 rounds, in round k every process sends to rank + k;
+##   brucks (Alltoall): log2(size) rounds, each moving half the blocks, packed and unpacked;
+##   merge (merge, reorder_merge): messages of at most MERGE_MAX bytes for a remote node go as
+##       one stream of growing aggregates to a forwarder there, which then hands each process of
+##       its node one message: round one as all at once with the aggregates as messages (and
+##       the packing copied), round two (after the last aggregate) the forwarders' copies and
+##       their node_latency + shm_msg per process.
+##
+
+THROTTLE = 32               # MPIR_CVAR_ALLTOALL_THROTTLE's default in MPICH 4.0.2
+MERGE_MAX = 4096            # MPIR_CVAR_TNBC_RM_MERGE_MAX
+FIRST_BYTES = 4096          # MPIR_CVAR_TNBC_RM_FIRST_BYTES
+AGGREGATE_MAX = 1048576     # MPIR_CVAR_TNBC_RM_AGGREGATE_MAX
+AGG_HEADER = 16             # an aggregate's header ...
+FRAG_HEADER = 32            # ... and each fragment's descriptor (tnbc_rmplan.h)
+WORKLOADS = ("small", "uniform", "skewed", "stencil2d", "stencil3d", "particles")
+ALGORITHMS = ("scattered", "pairwise_sendrecv_replace", "pairwise", "brucks", "reorder", "merge",
+              "reorder_merge")
+
+
+class Cluster:
+    def __init__(self, rate, latency, msg, shm_msg=None, node_latency=None, copy=5e9,
+                 nic_msg=0.0):
+        if rate <= 0 or copy <= 0 or min(latency, msg, nic_msg) < 0:
+            raise ValueError("bad cluster")
+        self.rate, self.latency, self.msg, self.copy, self.nic_msg = rate, latency, msg, copy, \
+            nic_msg
+        self.shm_msg = msg if shm_msg is None else shm_msg
+        self.node_latency = latency if node_latency is None else node_latency
+
+
+# ---- workloads: tnbc_exchange.c's bytes_of ----------------------------------------------------
+
+def _mix(x):
+    x &= 0xffffffff
+    x ^= x >> 16
+    x = (x * 0x7feb352d) & 0xffffffff
+    x ^= x >> 15
+    x = (x * 0x846ca68b) & 0xffffffff
+    return x ^ (x >> 16)
+
+
+def dims_create(size, ndims):
+    """A balanced grid as MPI_Dims_create makes it (dims non-increasing)."""
+    dims, n, f = [1] * ndims, size, 2
+    primes = []
+    while n > 1:
+        while n % f == 0:
+            primes.append(f)
+            n //= f
+        f += 1
+    for p in sorted(primes, reverse=True):
+        dims[dims.index(min(dims))] *= p
+    return sorted(dims, reverse=True)
+
+
+def _is_neighbour(a, b, dims):
+    diff = step = 0
+    for d in range(len(dims) - 1, -1, -1):
+        ca, cb = a % dims[d], b % dims[d]
+        a //= dims[d]
+        b //= dims[d]
+        delta = (cb - ca) % dims[d]
+        if delta:
+            diff += 1
+            step = delta == 1 or delta == dims[d] - 1
+    return diff == 1 and step
+
+
+def counts(workload, size, nbytes, iteration=0):
+    """counts[src][dst]: the bytes src sends dst in the workload's iteration."""
+    if workload in ("uniform", "small"):
+        return [[nbytes] * size for _ in range(size)]
+    if workload == "skewed":
+        return [[nbytes if (s + 2 * d) % 7 == 0 else nbytes // 64 for d in range(size)]
+                for s in range(size)]
+    if workload in ("stencil2d", "stencil3d"):
+        dims = dims_create(size, 2 if workload == "stencil2d" else 3)
+        return [[nbytes if _is_neighbour(s, d, dims) else 0 for d in range(size)]
+                for s in range(size)]
+    if workload == "particles":
+        out = []
+        for s in range(size):
+            row = []
+            for d in range(size):
+                h = _mix(s * 7919 + d * 131 + iteration * 104729)
+                row.append(h % nbytes if h % 4 == 0 else 0)
+            out.append(row)
+        return out
+    raise ValueError("workload must be one of %s, not %r" % (", ".join(WORKLOADS), workload))
+
+
+# ---- the algorithms ---------------------------------------------------------------------------
+
+def _aggregates(total, alpha, first=FIRST_BYTES, cap=AGGREGATE_MAX):
+    """How many aggregates MPIR_Tnbc_rm_split makes of a stream of total bytes (one if empty)."""
+    n, t = 1, min(max(first, 1), cap)
+    while total > t:
+        total -= t
+        nxt = t * max(alpha, 1.0)
+        t = cap if nxt >= cap else int(max(nxt, t + 1))
+        n += 1
+    return n
+
+
+def _alpha(node_bytes, a, b):
+    """1.5 + log2(max(out-degree of node a, in-degree of node b)) in the node graph."""
+    import math
+    nodes = len(node_bytes)
+    out = sum(1 for c in range(nodes) if c != a and node_bytes[a][c] > 0)
+    inn = sum(1 for c in range(nodes) if c != b and node_bytes[c][b] > 0)
+    return 1.5 + math.log2(max(out, inn, 1))
+
+
+class _Load:
+    """What one round costs each process and each link."""
+
+    def __init__(self, nodes, size):
+        self.cpu = [0.0] * size
+        self.up = [0.0] * nodes
+        self.down = [0.0] * nodes
+
+    def message(self, cl, node, src, dst, nbytes):
+        """A message src -> dst of nbytes (a process's message to itself costs a copy)."""
+        if src == dst:
+            self.cpu[src] += nbytes / cl.copy
+        elif node[src] == node[dst]:
+            for p in (src, dst):
+                self.cpu[p] += cl.shm_msg + nbytes / cl.copy
+        else:
+            self.cpu[src] += cl.msg
+            self.cpu[dst] += cl.msg
+            self.up[node[src]] += nbytes / cl.rate + cl.nic_msg
+            self.down[node[dst]] += nbytes / cl.rate + cl.nic_msg
+
+    def time(self, latency):
+        return latency + max(max(self.cpu), max(self.up), max(self.down))
+
+
+def _all_at_once(cl, node, c, nodes, batch):
+    size = len(c)
+    t = 0.0
+    for first in range(0, size, batch):
+        load = _Load(nodes, size)
+        for p in range(size):
+            for i in range(first, min(first + batch, size)):
+                dst = (p + i) % size        # scattered: receives from p + i, sends to p - i
+                if c[p][dst] or i == 0:
+                    load.message(cl, node, p, dst, c[p][dst])
+        t += load.time(cl.latency if any(node[p] != node[(p + i) % size] for p in range(size)
+                                          for i in range(first, min(first + batch, size)))
+                       else cl.node_latency)
+    return t
+
+
+def _pairwise_sendrecv_replace(cl, node, c, nodes):
+    size = len(c)
+    free = [0.0] * size
+    links = _Load(nodes, size)
+    for i in range(size):
+        for j in range(size):
+            if node[i] != node[j] and c[i][j]:
+                links.message(cl, node, i, j, c[i][j])
+    for i in range(size):
+        for j in range(i, size):
+            if i == j:
+                free[i] += c[i][i] / cl.copy
+                continue
+            remote = node[i] != node[j]
+            nbytes = max(c[i][j], c[j][i])
+            step = (cl.latency + 2 * cl.msg + nbytes / cl.rate + 2 * cl.nic_msg if remote else
+                    cl.node_latency + 2 * cl.shm_msg + 2 * nbytes / cl.copy) + nbytes / cl.copy
+            free[i] = free[j] = max(free[i], free[j]) + step
+    return max(max(free), cl.latency + max(max(links.up), max(links.down)))
+
+
+def _pairwise_rounds(cl, node, c, nodes):
+    size = len(c)
+    t = 0.0
+    for k in range(size):
+        load = _Load(nodes, size)
+        for p in range(size):
+            load.message(cl, node, p, (p + k) % size, c[p][(p + k) % size])
+        t += load.time(cl.latency if any(node[p] != node[(p + k) % size] for p in range(size))
+                       else cl.node_latency)
+    return t
+
+
+def _brucks(cl, node, c):
+    size = len(c)
+    t, k = 0.0, 1
+    block = max(max(row) for row in c)
+    while k < size:
+        load = _Load(max(node) + 1, size)
+        nblocks = sum(1 for i in range(size) if i & k)
+        for p in range(size):
+            load.message(cl, node, p, (p + k) % size, nblocks * block)
+            load.cpu[p] += 2 * nblocks * block / cl.copy        # pack and unpack
+        t += load.time(cl.latency if any(node[p] != node[(p + k) % size] for p in range(size))
+                       else cl.node_latency)
+        k <<= 1
+    return t + size * block * 2 / cl.copy      # Bruck's rotations before and after
+
+
+def _merge(cl, node, c, nodes, ppn):
+    size = len(c)
+    node_bytes = [[0] * nodes for _ in range(nodes)]
+    for s in range(size):
+        for d in range(size):
+            node_bytes[node[s]][node[d]] += c[s][d]
+    one = _Load(nodes, size)
+    fwd_copy = [0.0] * size     # what each forwarder unpacks and passes on
+    for s in range(size):
+        merged = [0] * nodes
+        frags = [0] * nodes
+        for d in range(size):
+            if node[d] == node[s] or c[s][d] > MERGE_MAX:
+                if c[s][d] or d == s:
+                    one.message(cl, node, s, d, c[s][d])
+            else:
+                merged[node[d]] += c[s][d]
+                frags[node[d]] += 1 if c[s][d] else 0
+        for b in range(nodes):
+            if b == node[s]:
+                continue
+            f = b * ppn + s % ppn                   # the forwarder of s on node b
+            n = _aggregates(merged[b], _alpha(node_bytes, node[s], b))
+            for k in range(n):
+                part = merged[b] // n + (AGG_HEADER + FRAG_HEADER * frags[b]) // n
+                one.message(cl, node, s, f, part)
+            one.cpu[s] += merged[b] / cl.copy         # packing
+            fwd_copy[f] += merged[b] / cl.copy
+    two = [fwd_copy[f] + (ppn - 1) * cl.shm_msg for f in range(size)]
+    recv = [(ppn - 1) * cl.shm_msg + sum(c[s][d] for s in range(size) if node[s] != node[d] and
+                                         c[s][d] <= MERGE_MAX) / cl.copy for d in range(size)]
+    return one.time(cl.latency) + (cl.node_latency + max(two) + max(recv) if ppn > 1 else
+                                   max(two))
+
+
+def exchange_time(cl, nodes, ppn, c, algorithm):
+    """Seconds one exchange of counts c takes with algorithm, slowest process."""
+    size = nodes * ppn
+    if len(c) != size:
+        raise ValueError("counts are for %d ranks, the layout has %d" % (len(c), size))
+    node = [r // ppn for r in range(size)]
+    if algorithm == "scattered":
+        return _all_at_once(cl, node, c, nodes, THROTTLE)
+    if algorithm == "reorder":
+        return _all_at_once(cl, node, c, nodes, size)
+    if algorithm == "pairwise_sendrecv_replace":
+        return _pairwise_sendrecv_replace(cl, node, c, nodes)
+    if algorithm == "pairwise":
+        return _pairwise_rounds(cl, node, c, nodes)
+    if algorithm == "brucks":
+        return _brucks(cl, node, c)
+    if algorithm in ("merge", "reorder_merge"):
+        return _merge(cl, node, c, nodes, ppn)
+    raise ValueError("algorithm must be one of %s, not %r" % (", ".join(ALGORITHMS), algorithm))
