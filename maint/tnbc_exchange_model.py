@@ -21,8 +21,8 @@
 ##       once): per round latency + max(the busiest process's messages and copies, the busiest
 ##       link's bytes and messages);
 ##   pairwise_sendrecv_replace (Alltoallv): the pairs in MPICH's order, each process in one
-##       exchange at a time, each exchange latency + 2 msg + bytes / rate + the copy back, and
-##       never faster than the links allow;
+##       exchange at a time, each exchange latency + 2 msg + the copy back (eager: the bytes
+##       need not cross before the next exchange starts), and never faster than the links;
 ##   pairwise (Alltoall): size - 1 rounds, in round k every process sends to rank + k;
 ##   brucks (Alltoall): log2(size) rounds, each moving half the blocks, packed and unpacked;
 ##   merge (merge, reorder_merge): messages of at most MERGE_MAX bytes for a remote node go as
@@ -138,146 +138,195 @@ def _alpha(node_bytes, a, b):
 
 
 class _Load:
-    """What one round costs each process and each link."""
+    """What one round asks of each process and each node link, counted: its time on a cluster
+    is one latency plus the busiest process's or link's work."""
 
     def __init__(self, nodes, size):
-        self.cpu = [0.0] * size
-        self.up = [0.0] * nodes
-        self.down = [0.0] * nodes
+        self.msgs = [0] * size          # messages across nodes, sent or received
+        self.shm = [0] * size           # messages within a node
+        self.copied = [0] * size        # bytes copied
+        self.up = [0] * nodes           # bytes a node sends
+        self.down = [0] * nodes
+        self.up_msgs = [0] * nodes
+        self.down_msgs = [0] * nodes
+        self.remote = False
 
-    def message(self, cl, node, src, dst, nbytes):
+    def message(self, node, src, dst, nbytes):
         """A message src -> dst of nbytes (a process's message to itself costs a copy)."""
         if src == dst:
-            self.cpu[src] += nbytes / cl.copy
+            self.copied[src] += nbytes
         elif node[src] == node[dst]:
             for p in (src, dst):
-                self.cpu[p] += cl.shm_msg + nbytes / cl.copy
+                self.shm[p] += 1
+                self.copied[p] += nbytes
         else:
-            self.cpu[src] += cl.msg
-            self.cpu[dst] += cl.msg
-            self.up[node[src]] += nbytes / cl.rate + cl.nic_msg
-            self.down[node[dst]] += nbytes / cl.rate + cl.nic_msg
+            self.remote = True
+            self.msgs[src] += 1
+            self.msgs[dst] += 1
+            self.up[node[src]] += nbytes
+            self.down[node[dst]] += nbytes
+            self.up_msgs[node[src]] += 1
+            self.down_msgs[node[dst]] += 1
 
-    def time(self, latency):
-        return latency + max(max(self.cpu), max(self.up), max(self.down))
+    def work(self, cl):
+        cpu = max(m * cl.msg + s * cl.shm_msg + b / cl.copy
+                  for m, s, b in zip(self.msgs, self.shm, self.copied))
+        link = max(max(b / cl.rate + m * cl.nic_msg for b, m in zip(self.up, self.up_msgs)),
+                   max(b / cl.rate + m * cl.nic_msg for b, m in zip(self.down, self.down_msgs)))
+        return max(cpu, link)
+
+    def time(self, cl):
+        return (cl.latency if self.remote else cl.node_latency) + self.work(cl)
 
 
-def _all_at_once(cl, node, c, nodes, batch):
+class _Rounds:
+    """Rounds one after another."""
+
+    def __init__(self, rounds, copied=0):
+        self.rounds, self.copied = rounds, copied
+
+    def time(self, cl):
+        return sum(r.time(cl) for r in self.rounds) + self.copied / cl.copy
+
+
+def _all_at_once(node, c, nodes, batch):
     size = len(c)
-    t = 0.0
+    rounds = []
     for first in range(0, size, batch):
         load = _Load(nodes, size)
         for p in range(size):
+            row = c[p]
             for i in range(first, min(first + batch, size)):
                 dst = (p + i) % size        # scattered: receives from p + i, sends to p - i
-                if c[p][dst] or i == 0:
-                    load.message(cl, node, p, dst, c[p][dst])
-        t += load.time(cl.latency if any(node[p] != node[(p + i) % size] for p in range(size)
-                                          for i in range(first, min(first + batch, size)))
-                       else cl.node_latency)
-    return t
+                if row[dst] or i == 0:
+                    load.message(node, p, dst, row[dst])
+        rounds.append(load)
+    return _Rounds(rounds)
 
 
-def _pairwise_sendrecv_replace(cl, node, c, nodes):
-    size = len(c)
-    free = [0.0] * size
-    links = _Load(nodes, size)
-    for i in range(size):
-        for j in range(size):
-            if node[i] != node[j] and c[i][j]:
-                links.message(cl, node, i, j, c[i][j])
-    for i in range(size):
-        for j in range(i, size):
+class _PairwiseChain:
+    """Alltoallv's pairwise_sendrecv_replace: pairs (i, j), i <= j, in MPICH's order, each
+    process in one exchange at a time (eager: the bytes need not have crossed when the next
+    exchange starts); never faster than its links."""
+
+    def __init__(self, node, c, nodes):
+        size = len(c)
+        self.node, self.size = node, size
+        self.links = _Load(nodes, size)
+        self.pairs = []
+        for i in range(size):
+            for j in range(i, size):
+                self.pairs.append((i, j, max(c[i][j], c[j][i]), node[i] != node[j]))
+                if node[i] != node[j]:
+                    for a, b in ((i, j), (j, i)):
+                        if c[a][b]:
+                            self.links.message(node, a, b, c[a][b])
+
+    def time(self, cl):
+        free = [0.0] * self.size
+        remote_step = cl.latency + 2 * cl.msg + 2 * cl.nic_msg
+        local_step = cl.node_latency + 2 * cl.shm_msg
+        for i, j, nbytes, remote in self.pairs:
             if i == j:
-                free[i] += c[i][i] / cl.copy
+                free[i] += nbytes / cl.copy
                 continue
-            remote = node[i] != node[j]
-            nbytes = max(c[i][j], c[j][i])
-            step = (cl.latency + 2 * cl.msg + nbytes / cl.rate + 2 * cl.nic_msg if remote else
-                    cl.node_latency + 2 * cl.shm_msg + 2 * nbytes / cl.copy) + nbytes / cl.copy
+            step = (remote_step if remote else local_step + 2 * nbytes / cl.copy) + \
+                nbytes / cl.copy
             free[i] = free[j] = max(free[i], free[j]) + step
-    return max(max(free), cl.latency + max(max(links.up), max(links.down)))
+        self.links.remote = True
+        return max(max(free), self.links.time(cl))
 
 
-def _pairwise_rounds(cl, node, c, nodes):
+def _pairwise_rounds(node, c, nodes):
     size = len(c)
-    t = 0.0
+    rounds = []
     for k in range(size):
         load = _Load(nodes, size)
         for p in range(size):
-            load.message(cl, node, p, (p + k) % size, c[p][(p + k) % size])
-        t += load.time(cl.latency if any(node[p] != node[(p + k) % size] for p in range(size))
-                       else cl.node_latency)
-    return t
+            load.message(node, p, (p + k) % size, c[p][(p + k) % size])
+        rounds.append(load)
+    return _Rounds(rounds)
 
 
-def _brucks(cl, node, c):
+def _brucks(node, c, nodes):
     size = len(c)
-    t, k = 0.0, 1
+    rounds, k = [], 1
     block = max(max(row) for row in c)
     while k < size:
-        load = _Load(max(node) + 1, size)
+        load = _Load(nodes, size)
         nblocks = sum(1 for i in range(size) if i & k)
         for p in range(size):
-            load.message(cl, node, p, (p + k) % size, nblocks * block)
-            load.cpu[p] += 2 * nblocks * block / cl.copy        # pack and unpack
-        t += load.time(cl.latency if any(node[p] != node[(p + k) % size] for p in range(size))
-                       else cl.node_latency)
+            load.message(node, p, (p + k) % size, nblocks * block)
+            load.copied[p] += 2 * nblocks * block       # pack and unpack
+        rounds.append(load)
         k <<= 1
-    return t + size * block * 2 / cl.copy      # Bruck's rotations before and after
+    return _Rounds(rounds, size * block * 2)            # Bruck's rotations before and after
 
 
-def _merge(cl, node, c, nodes, ppn):
-    size = len(c)
-    node_bytes = [[0] * nodes for _ in range(nodes)]
-    for s in range(size):
-        for d in range(size):
-            node_bytes[node[s]][node[d]] += c[s][d]
-    one = _Load(nodes, size)
-    fwd_copy = [0.0] * size     # what each forwarder unpacks and passes on
-    for s in range(size):
-        merged = [0] * nodes
-        frags = [0] * nodes
-        for d in range(size):
-            if node[d] == node[s] or c[s][d] > MERGE_MAX:
-                if c[s][d] or d == s:
-                    one.message(cl, node, s, d, c[s][d])
-            else:
-                merged[node[d]] += c[s][d]
-                frags[node[d]] += 1 if c[s][d] else 0
-        for b in range(nodes):
-            if b == node[s]:
-                continue
-            f = b * ppn + s % ppn                   # the forwarder of s on node b
-            n = _aggregates(merged[b], _alpha(node_bytes, node[s], b))
-            for k in range(n):
-                part = merged[b] // n + (AGG_HEADER + FRAG_HEADER * frags[b]) // n
-                one.message(cl, node, s, f, part)
-            one.cpu[s] += merged[b] / cl.copy         # packing
-            fwd_copy[f] += merged[b] / cl.copy
-    two = [fwd_copy[f] + (ppn - 1) * cl.shm_msg for f in range(size)]
-    recv = [(ppn - 1) * cl.shm_msg + sum(c[s][d] for s in range(size) if node[s] != node[d] and
-                                         c[s][d] <= MERGE_MAX) / cl.copy for d in range(size)]
-    return one.time(cl.latency) + (cl.node_latency + max(two) + max(recv) if ppn > 1 else
-                                   max(two))
+class _Merge:
+    """Round one: direct messages and the streams' aggregates, packed; round two, after the
+    last aggregate: each forwarder unpacks and hands every other process of its node one
+    message, which copies its part out."""
+
+    def __init__(self, node, c, nodes, ppn):
+        size = len(c)
+        node_bytes = [[0] * nodes for _ in range(nodes)]
+        for s in range(size):
+            for d in range(size):
+                node_bytes[node[s]][node[d]] += c[s][d]
+        self.one = _Load(nodes, size)
+        self.forwarded = [0] * size         # bytes each forwarder unpacks and passes on
+        self.delivered = [0] * size         # merged bytes each process copies out
+        for s in range(size):
+            merged, frags = [0] * nodes, [0] * nodes
+            for d in range(size):
+                if node[d] == node[s] or c[s][d] > MERGE_MAX:
+                    if c[s][d] or d == s:
+                        self.one.message(node, s, d, c[s][d])
+                else:
+                    merged[node[d]] += c[s][d]
+                    frags[node[d]] += 1 if c[s][d] else 0
+                    self.delivered[d] += c[s][d]
+            for b in range(nodes):
+                if b == node[s]:
+                    continue
+                f = b * ppn + s % ppn                   # the forwarder of s on node b
+                n = _aggregates(merged[b], _alpha(node_bytes, node[s], b))
+                wire = merged[b] + AGG_HEADER * n + FRAG_HEADER * frags[b]
+                for k in range(n):
+                    self.one.message(node, s, f, wire // n)
+                self.one.copied[s] += merged[b]         # packing
+                self.forwarded[f] += merged[b]
+        self.ppn = ppn
+
+    def time(self, cl):
+        fwd = max(self.forwarded) / cl.copy + (self.ppn - 1) * cl.shm_msg
+        out = max(self.delivered) / cl.copy + (self.ppn - 1) * cl.shm_msg
+        return self.one.time(cl) + (cl.node_latency + fwd + out if self.ppn > 1 else fwd)
 
 
-def exchange_time(cl, nodes, ppn, c, algorithm):
-    """Seconds one exchange of counts c takes with algorithm, slowest process."""
+def plan(nodes, ppn, c, algorithm):
+    """What algorithm asks of the processes and links for counts c: .time(cluster) is one
+    exchange's seconds on that cluster, slowest process."""
     size = nodes * ppn
     if len(c) != size:
         raise ValueError("counts are for %d ranks, the layout has %d" % (len(c), size))
     node = [r // ppn for r in range(size)]
     if algorithm == "scattered":
-        return _all_at_once(cl, node, c, nodes, THROTTLE)
+        return _all_at_once(node, c, nodes, THROTTLE)
     if algorithm == "reorder":
-        return _all_at_once(cl, node, c, nodes, size)
+        return _all_at_once(node, c, nodes, size)
     if algorithm == "pairwise_sendrecv_replace":
-        return _pairwise_sendrecv_replace(cl, node, c, nodes)
+        return _PairwiseChain(node, c, nodes)
     if algorithm == "pairwise":
-        return _pairwise_rounds(cl, node, c, nodes)
+        return _pairwise_rounds(node, c, nodes)
     if algorithm == "brucks":
-        return _brucks(cl, node, c)
+        return _brucks(node, c, nodes)
     if algorithm in ("merge", "reorder_merge"):
-        return _merge(cl, node, c, nodes, ppn)
+        return _Merge(node, c, nodes, ppn)
     raise ValueError("algorithm must be one of %s, not %r" % (", ".join(ALGORITHMS), algorithm))
+
+
+def exchange_time(cl, nodes, ppn, c, algorithm):
+    """Seconds one exchange of counts c takes with algorithm, slowest process."""
+    return plan(nodes, ppn, c, algorithm).time(cl)
