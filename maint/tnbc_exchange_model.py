@@ -16,13 +16,14 @@
 ##   nic_msg     what one message costs a node link besides its bytes (headers, the NIC)
 ##
 ## An exchange takes as long as its busiest resource, plus one latency per dependent step
-## (a bottleneck model; no contention beyond the links' fair share):
-##   all at once (scattered with at most THROTTLE peers per round, reorder: every message at
-##       once): per round latency + max(the busiest process's messages and copies, the busiest
-##       link's bytes and messages);
-##   pairwise_sendrecv_replace (Alltoallv): the pairs in MPICH's order, each process in one
-##       exchange at a time, each exchange latency + 2 msg + the copy back (eager: the bytes
-##       need not cross before the next exchange starts), and never faster than the links;
+## (a bottleneck model; no contention beyond the links' fair share). A message costs msg at its
+## sender and at its receiver, and MSG_HEADER bytes on the wire. Only what runs without
+## MPI_IN_PLACE is modeled (pairwise_sendrecv_replace needs it: MPICH runs its default instead).
+##   reorder: every message at once: latency + max(the busiest process's messages and copies,
+##       the busiest link's bytes and messages);
+##   scattered: rounds of at most THROTTLE peers, each process waiting only for its own: the
+##       busiest process's rounds (a latency and its messages each) or the links, whichever is
+##       longer (a lower bound: rounds that load the same links at once take longer);
 ##   pairwise (Alltoall): size - 1 rounds, in round k every process sends to rank + k;
 ##   brucks (Alltoall): log2(size) rounds, each moving half the blocks, packed and unpacked;
 ##   merge (merge, reorder_merge): messages of at most MERGE_MAX bytes for a remote node go as
@@ -32,15 +33,17 @@
 ##       their node_latency + shm_msg per process.
 ##
 
+import math
+
 THROTTLE = 32               # MPIR_CVAR_ALLTOALL_THROTTLE's default in MPICH 4.0.2
 MERGE_MAX = 4096            # MPIR_CVAR_TNBC_RM_MERGE_MAX
 FIRST_BYTES = 4096          # MPIR_CVAR_TNBC_RM_FIRST_BYTES
 AGGREGATE_MAX = 1048576     # MPIR_CVAR_TNBC_RM_AGGREGATE_MAX
-AGG_HEADER = 16             # an aggregate's header ...
+AGG_HEADER = 8              # an aggregate's header (tnbc_rmplan.c) ...
 FRAG_HEADER = 32            # ... and each fragment's descriptor (tnbc_rmplan.h)
+MSG_HEADER = 32             # what any message adds on the wire (transport and UCX headers)
 WORKLOADS = ("small", "uniform", "skewed", "stencil2d", "stencil3d", "particles")
-ALGORITHMS = ("scattered", "pairwise_sendrecv_replace", "pairwise", "brucks", "reorder", "merge",
-              "reorder_merge")
+ALGORITHMS = ("scattered", "pairwise", "brucks", "reorder", "merge", "reorder_merge")
 
 
 class Cluster:
@@ -130,7 +133,6 @@ def _aggregates(total, alpha, first=FIRST_BYTES, cap=AGGREGATE_MAX):
 
 def _alpha(node_bytes, a, b):
     """1.5 + log2(max(out-degree of node a, in-degree of node b)) in the node graph."""
-    import math
     nodes = len(node_bytes)
     out = sum(1 for c in range(nodes) if c != a and node_bytes[a][c] > 0)
     inn = sum(1 for c in range(nodes) if c != b and node_bytes[c][b] > 0)
@@ -163,8 +165,8 @@ class _Load:
             self.remote = True
             self.msgs[src] += 1
             self.msgs[dst] += 1
-            self.up[node[src]] += nbytes
-            self.down[node[dst]] += nbytes
+            self.up[node[src]] += nbytes + MSG_HEADER
+            self.down[node[dst]] += nbytes + MSG_HEADER
             self.up_msgs[node[src]] += 1
             self.down_msgs[node[dst]] += 1
 
@@ -189,63 +191,50 @@ class _Rounds:
         return sum(r.time(cl) for r in self.rounds) + self.copied / cl.copy
 
 
-def _all_at_once(node, c, nodes, batch):
+def _at_once(node, c, nodes):
     size = len(c)
-    rounds = []
-    for first in range(0, size, batch):
-        load = _Load(nodes, size)
-        for p in range(size):
-            row = c[p]
-            for i in range(first, min(first + batch, size)):
-                dst = (p + i) % size        # scattered: receives from p + i, sends to p - i
-                if row[dst] or i == 0:
-                    load.message(node, p, dst, row[dst])
-        rounds.append(load)
-    return _Rounds(rounds)
+    load = _Load(nodes, size)
+    for p in range(size):
+        for dst in range(size):
+            if c[p][dst] or dst == p:
+                load.message(node, p, dst, c[p][dst])
+    return _Rounds([load])
 
 
-class _PairwiseChain:
-    """Alltoallv's pairwise_sendrecv_replace: pairs (i, j), i <= j, in MPICH's order, each
-    process in one exchange at a time (eager: the bytes need not have crossed when the next
-    exchange starts); never faster than its links."""
+class _Scattered:
+    """MPICH's scattered: rounds of THROTTLE peers (receives from p + i, sends to p - i), each
+    process waiting for its own round's messages only; the links carry everything."""
 
     def __init__(self, node, c, nodes):
         size = len(c)
-        self.node, self.size = node, size
         self.links = _Load(nodes, size)
-        self.pairs = []
-        for i in range(size):
-            for j in range(i, size):
-                self.pairs.append((i, j, max(c[i][j], c[j][i]), node[i] != node[j]))
-                if node[i] != node[j]:
-                    for a, b in ((i, j), (j, i)):
-                        if c[a][b]:
-                            self.links.message(node, a, b, c[a][b])
+        self.rounds = []
+        for first in range(0, size, THROTTLE):
+            load = _Load(nodes, size)
+            for p in range(size):
+                for i in range(first, min(first + THROTTLE, size)):
+                    dst = (p - i) % size
+                    if c[p][dst] or i == 0:
+                        load.message(node, p, dst, c[p][dst])
+                        self.links.message(node, p, dst, c[p][dst])
+            self.rounds.append(load)
 
     def time(self, cl):
-        free = [0.0] * self.size
-        remote_step = cl.latency + 2 * cl.msg + 2 * cl.nic_msg
-        local_step = cl.node_latency + 2 * cl.shm_msg
-        for i, j, nbytes, remote in self.pairs:
-            if i == j:
-                free[i] += nbytes / cl.copy
-                continue
-            step = (remote_step if remote else local_step + 2 * nbytes / cl.copy) + \
-                nbytes / cl.copy
-            free[i] = free[j] = max(free[i], free[j]) + step
-        self.links.remote = True
-        return max(max(free), self.links.time(cl))
+        busiest = max(sum((cl.latency if r.remote else cl.node_latency) +
+                          r.msgs[p] * cl.msg + r.shm[p] * cl.shm_msg + r.copied[p] / cl.copy
+                          for r in self.rounds) for p in range(len(self.links.msgs)))
+        return max(busiest, self.links.time(cl))
 
 
 def _pairwise_rounds(node, c, nodes):
     size = len(c)
     rounds = []
-    for k in range(size):
+    for k in range(1, size):
         load = _Load(nodes, size)
         for p in range(size):
             load.message(node, p, (p + k) % size, c[p][(p + k) % size])
         rounds.append(load)
-    return _Rounds(rounds)
+    return _Rounds(rounds, max(c[p][p] for p in range(size)))
 
 
 def _brucks(node, c, nodes):
@@ -260,7 +249,7 @@ def _brucks(node, c, nodes):
             load.copied[p] += 2 * nblocks * block       # pack and unpack
         rounds.append(load)
         k <<= 1
-    return _Rounds(rounds, size * block * 2)            # Bruck's rotations before and after
+    return _Rounds(rounds, size * block * 3)            # Bruck's rotations and the copy in
 
 
 class _Merge:
@@ -305,6 +294,16 @@ class _Merge:
         return self.one.time(cl) + (cl.node_latency + fwd + out if self.ppn > 1 else fwd)
 
 
+def stock_default(coll, size, nbytes):
+    """What MPICH 4.0.2 runs by default, not in place (maint/tuning/coll/mpir/generic.json; the
+    message size is one block's)."""
+    if coll == "alltoallv":
+        return "scattered"
+    if size >= 8 and nbytes <= 256:
+        return "brucks"
+    return "scattered" if nbytes <= 32768 else "pairwise"
+
+
 def plan(nodes, ppn, c, algorithm):
     """What algorithm asks of the processes and links for counts c: .time(cluster) is one
     exchange's seconds on that cluster, slowest process."""
@@ -313,11 +312,9 @@ def plan(nodes, ppn, c, algorithm):
         raise ValueError("counts are for %d ranks, the layout has %d" % (len(c), size))
     node = [r // ppn for r in range(size)]
     if algorithm == "scattered":
-        return _all_at_once(node, c, nodes, THROTTLE)
+        return _Scattered(node, c, nodes)
     if algorithm == "reorder":
-        return _all_at_once(node, c, nodes, size)
-    if algorithm == "pairwise_sendrecv_replace":
-        return _PairwiseChain(node, c, nodes)
+        return _at_once(node, c, nodes)
     if algorithm == "pairwise":
         return _pairwise_rounds(node, c, nodes)
     if algorithm == "brucks":
