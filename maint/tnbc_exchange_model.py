@@ -24,7 +24,8 @@
 ##   scattered: rounds of at most THROTTLE peers, each process waiting only for its own: the
 ##       busiest process's rounds (a latency and its messages each) or the links, whichever is
 ##       longer (a lower bound: rounds that load the same links at once take longer);
-##   pairwise (Alltoall): size - 1 rounds, in round k every process sends to rank + k;
+##   pairwise (Alltoall): size - 1 rounds, in round k every process sends to rank + k (rank ^ k
+##       on a power of two);
 ##   brucks (Alltoall): log2(size) rounds, each moving half the blocks, packed and unpacked;
 ##   merge (merge, reorder_merge): messages of at most MERGE_MAX bytes for a remote node go as
 ##       one stream of growing aggregates to a forwarder there, which then hands each process of
@@ -220,19 +221,23 @@ class _Scattered:
             self.rounds.append(load)
 
     def time(self, cl):
-        busiest = max(sum((cl.latency if r.remote else cl.node_latency) +
-                          r.msgs[p] * cl.msg + r.shm[p] * cl.shm_msg + r.copied[p] / cl.copy
-                          for r in self.rounds) for p in range(len(self.links.msgs)))
+        def wait(r, p):         # a round with nothing to wait for returns at once
+            return cl.latency if r.msgs[p] else cl.node_latency if r.shm[p] else 0.0
+        busiest = max(sum(wait(r, p) + r.msgs[p] * cl.msg + r.shm[p] * cl.shm_msg +
+                          r.copied[p] / cl.copy for r in self.rounds)
+                      for p in range(len(self.links.msgs)))
         return max(busiest, self.links.time(cl))
 
 
 def _pairwise_rounds(node, c, nodes):
     size = len(c)
+    xor = size & (size - 1) == 0            # MPICH pairs rank ^ k on a power of two
     rounds = []
     for k in range(1, size):
         load = _Load(nodes, size)
         for p in range(size):
-            load.message(node, p, (p + k) % size, c[p][(p + k) % size])
+            dst = p ^ k if xor else (p + k) % size
+            load.message(node, p, dst, c[p][dst])
         rounds.append(load)
     return _Rounds(rounds, max(c[p][p] for p in range(size)))
 
