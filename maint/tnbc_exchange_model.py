@@ -268,6 +268,7 @@ class _Merge:
         for s in range(size):
             for d in range(size):
                 node_bytes[node[s]][node[d]] += c[s][d]
+        alpha = [[_alpha(node_bytes, a, b) for b in range(nodes)] for a in range(nodes)]
         self.one = _Load(nodes, size)
         self.forwarded = [0] * size         # bytes each forwarder unpacks and passes on
         self.delivered = [0] * size         # merged bytes each process copies out
@@ -285,7 +286,7 @@ class _Merge:
                 if b == node[s]:
                     continue
                 f = b * ppn + s % ppn                   # the forwarder of s on node b
-                n = _aggregates(merged[b], _alpha(node_bytes, node[s], b))
+                n = _aggregates(merged[b], alpha[node[s]][b])
                 wire = merged[b] + AGG_HEADER * n + FRAG_HEADER * frags[b]
                 for k in range(n):
                     self.one.message(node, s, f, wire // n)

@@ -46,6 +46,22 @@ static void compute(long madds)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* One ping-pong of bytes with peer on tag, rank 0 leading: its seconds. */
+static double round_trip(char *buf, int bytes, int peer, int tag)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    double t0 = MPI_Wtime();
+    if (rank == 0) {
+        MPI_Send(buf, bytes, MPI_CHAR, peer, tag, MPI_COMM_WORLD);
+        MPI_Recv(buf, bytes, MPI_CHAR, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Recv(buf, bytes, MPI_CHAR, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf, bytes, MPI_CHAR, peer, tag, MPI_COMM_WORLD);
+    }
+    return MPI_Wtime() - t0;
+}
+
 static void latency(size_t bytes, int iters)
 {
     int rank, size;
@@ -57,16 +73,9 @@ static void latency(size_t bytes, int iters)
     MPI_Barrier(MPI_COMM_WORLD);
     if (size > 1 && (rank == 0 || rank == size - 1)) {
         for (int k = -10; k < iters; k++) {     /* ten rounds to connect and warm up */
-            double t0 = MPI_Wtime();
-            if (rank == 0) {
-                MPI_Send(buf, (int) bytes, MPI_CHAR, peer, 0, MPI_COMM_WORLD);
-                MPI_Recv(buf, (int) bytes, MPI_CHAR, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            } else {
-                MPI_Recv(buf, (int) bytes, MPI_CHAR, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(buf, (int) bytes, MPI_CHAR, peer, 0, MPI_COMM_WORLD);
-            }
+            double t = round_trip(buf, (int) bytes, peer, 0);
             if (k >= 0)
-                half[k] = (MPI_Wtime() - t0) / 2;
+                half[k] = t / 2;
         }
         if (rank == 0) {
             qsort(half, iters, sizeof(double), cmp_double);
@@ -121,16 +130,9 @@ static void msgrate(size_t bytes, int count, int iters)
     MPI_Barrier(MPI_COMM_WORLD);
     if (size > 1 && (rank == 0 || rank == size - 1)) {
         for (int k = -200; k < 0; k++) {        /* connect, warm up, take the fastest round trip */
-            double t0 = MPI_Wtime();
-            if (rank == 0) {
-                MPI_Send(buf, 0, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
-                MPI_Recv(buf, 0, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            } else {
-                MPI_Recv(buf, 0, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(buf, 0, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
-            }
-            if (MPI_Wtime() - t0 < rtt)
-                rtt = MPI_Wtime() - t0;
+            double t = round_trip(buf, 0, peer, 1);
+            if (t < rtt)
+                rtt = t;
         }
         for (int k = -2; k < iters; k++) {
             /* the receiver posts every receive first and says so: the burst meets posted
