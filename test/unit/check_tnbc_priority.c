@@ -177,6 +177,34 @@ START_TEST(faults_that_tell_nothing_ask_for_a_sample_until_one_confirms)
 }
 END_TEST
 
+/* Early calls that ran an order a sample then corrected were measured with the wrong order:
+ * the site measures them again, whether it waits now or not; faults do not. */
+START_TEST(sample_that_changes_the_order_remeasures_early_calls)
+{
+    MPIR_Tnbc_sites_t t;
+    MPIR_Tnbc_site_t *s = new_site(&t, 0x30);
+    int touch[NB];
+    const int backward[NB] = { 5, 4, 3, 2, 1, 0 }, swapped[2] = { 1, 0 };
+
+    s->gain.n_early = 2;
+    s->gain.waiting = 1;
+    s->gain.calls = 10;
+    s->gain.retry_at = 500;
+    touches(touch, swapped, 2);
+    ck_assert_int_eq(MPIR_Tnbc_site_observe(s, touch, 0), 1);
+    ck_assert_int_eq(s->gain.n_early, 2);
+    touches(touch, backward, NB);
+    ck_assert_int_eq(MPIR_Tnbc_site_observe(s, touch, 1), 1);
+    ck_assert_int_eq(s->gain.n_early, 0);
+    ck_assert_int_eq(MPIR_Tnbc_gain_choose(&s->gain), 0);
+    /* a sample that confirms the order keeps what was measured */
+    s->gain.n_early = 2;
+    ck_assert_int_eq(MPIR_Tnbc_site_observe(s, touch, 1), 0);
+    ck_assert_int_eq(s->gain.n_early, 2);
+    MPIR_Tnbc_sites_free(&t);
+}
+END_TEST
+
 START_TEST(peers_orders_are_kept_per_peer_newest_first)
 {
     MPIR_Tnbc_sites_t t;
@@ -198,6 +226,15 @@ END_TEST
 
 /* The readers' reports: kept per site, our own entry and anything out of range unknown; the
  * send order takes the block read earliest first, then ring order, unreported readers last. */
+START_TEST(natural_order_is_told_apart)
+{
+    const int natural[4] = { 0, 1, 2, 3 }, backward[4] = { 3, 2, 1, 0 };
+    ck_assert_int_eq(MPIR_Tnbc_order_is_natural(natural, 4), 1);
+    ck_assert_int_eq(MPIR_Tnbc_order_is_natural(backward, 4), 0);
+    ck_assert_int_eq(MPIR_Tnbc_order_is_natural(backward, 0), 1);
+}
+END_TEST
+
 START_TEST(readers_reports_order_the_sends)
 {
     MPIR_Tnbc_sites_t t;
@@ -367,7 +404,9 @@ static Suite *priority_suite(void)
     tcase_add_test(tc, complete_observation_converges_and_readapts);
     tcase_add_test(tc, partial_observation_reorders_only_the_faulted_blocks);
     tcase_add_test(tc, faults_that_tell_nothing_ask_for_a_sample_until_one_confirms);
+    tcase_add_test(tc, sample_that_changes_the_order_remeasures_early_calls);
     tcase_add_test(tc, peers_orders_are_kept_per_peer_newest_first);
+    tcase_add_test(tc, natural_order_is_told_apart);
     tcase_add_test(tc, readers_reports_order_the_sends);
     tcase_add_test(tc, profile_round_trip);
     tcase_add_test(tc, malformed_profiles_name_their_line);

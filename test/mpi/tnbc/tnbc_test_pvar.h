@@ -16,7 +16,7 @@
 #define TNBC_PVAR_MISSING ((unsigned long long) -1)
 
 /* The value of pvar want in session, or TNBC_PVAR_MISSING. */
-static unsigned long long tnbc_read_pvar(MPI_T_pvar_session session, const char *want)
+static inline unsigned long long tnbc_read_pvar(MPI_T_pvar_session session, const char *want)
 {
     int n, found = -1;
     MPI_T_pvar_get_num(&n);
@@ -44,8 +44,8 @@ static unsigned long long tnbc_read_pvar(MPI_T_pvar_session session, const char 
 /* A test's late-rank collective proves something only if it returned early: with
  * MPIR_CVAR_TNBC_ENABLE=1 in the environment, returns 1 (one error) on rank 0 when
  * tnbc_returned_early has not grown since the value before. */
-static int tnbc_missed_early(MPI_T_pvar_session session, unsigned long long before, int rank,
-                             const char *what)
+static inline int tnbc_missed_early(MPI_T_pvar_session session, unsigned long long before, int rank,
+                                    const char *what)
 {
     const char *on = getenv("MPIR_CVAR_TNBC_ENABLE");
     if (rank != 0 || !on || atoi(on) != 1 ||

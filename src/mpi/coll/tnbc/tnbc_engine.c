@@ -45,9 +45,10 @@ cvars:
       scope       : MPI_T_SCOPE_LOCAL
       description : |-
         Whether a collective that can return early does.
-        adaptive - per call site, whichever cost the application less there: returning early
-                   (time in the call and blocked on the data afterwards) or waiting in the call
-                   for the same messages; the other way is tried again now and then
+        adaptive - per call site, return early while the application sees less of an early
+                   call (time in the call and blocked on the data afterwards) than waiting for
+                   the same messages would have taken; a site that waits tries again now and
+                   then
         early    - always return early
         wait     - always wait in the call (T-NBC's messages, no page guards)
 
@@ -671,8 +672,10 @@ static void choose_return(MPII_Tnbc_start_t * args)
         return;
     }
     /* Paced calls return early: only early calls pace, and a site that switched between the
-     * two would have its peers' turns and windows wait for calls that do not take them. */
-    if (args->sched.reports) {
+     * two would have its peers' turns and windows wait for calls that do not take them. So do
+     * calls that other orders steer (a Bcast's segments): measured, a tree whose processes
+     * choose apart hides nothing, one whose processes all return early hides about half. */
+    if (args->sched.reports || args->early_only) {
         args->gain = NULL;
         return;
     }

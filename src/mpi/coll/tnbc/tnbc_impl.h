@@ -75,6 +75,8 @@ typedef struct {
     MPIR_Tnbc_gain_t *gain;     /* the call site's record of what returning early cost, or
                                  * NULL (launch finds the site) */
     int wait;                   /* wait in the call: returning early does not pay here */
+    int early_only;             /* access orders steer this call across processes, which pays
+                                 * only when they all return early: no per-site choice */
     const int *send_urgency;    /* pairwise layout: where peer p reads our block (0 first, -1
                                  * unknown), for node arbitration; NULL: access_pos instead */
 } MPII_Tnbc_start_t;

@@ -92,6 +92,8 @@ struct MPII_Tnbc_op {
 
     int error;                  /* an MPI error code seen after the call returned */
     uint64_t t_start_ns, t_return_ns;
+    uint64_t t_done_ns;         /* when the last entry completed (0: not yet) */
+    uint64_t setup_ns;          /* spent guarding and copying before the first message */
     uint64_t blocked_at_start;  /* MPII_Tnbc_stats_blocked_ns() when we started */
     MPIR_Tnbc_gain_t *gain;     /* told what this call cost the application, when freed */
     MPIR_Tnbc_site_t *site;     /* learns from our faults when we are freed */
@@ -528,6 +530,7 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     if (op->sched.body_window > 0 && op->sched.body_prio > 0)
         op->bodies_out = MPL_calloc(op->comm->local_size, sizeof(int), MPL_MEM_COLL);
 
+    uint64_t t_setup = MPII_Tnbc_now_ns();
     setup_recv(op, args, op->outcome == MPIR_TNBC_EARLY);
     MPIR_ERR_CHKANDJUMP(op->recv_mode == MPII_TNBC_RECV_PACKED && !op->recv_tmp, mpi_errno,
                         MPI_ERR_OTHER, "**nomem");
@@ -539,6 +542,7 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     }
     setup_remote(op, args->access_pos ? args->access_pos[op->comm->rank] : -1,
                  args->send_urgency);
+    op->setup_ns = MPII_Tnbc_now_ns() - t_setup;
 
     int made;
     mpi_errno = MPII_Tnbc_op_poll(op, &made);
@@ -637,7 +641,8 @@ static void entry_done(MPII_Tnbc_op_t * op, int i)
 {
     MPIR_Tnbc_entry_t *e = &op->sched.entries[i];
     op->state[i] = MPII_TNBC_ENTRY_DONE;
-    op->ndone++;
+    if (++op->ndone == op->sched.n)
+        op->t_done_ns = MPII_Tnbc_now_ns();
     if (windowed(op, e))
         op->bodies_out[e->peer]--;
     if (reports_delivery(op, e))
@@ -765,18 +770,21 @@ void MPII_Tnbc_op_returned(MPII_Tnbc_op_t * op)
     op->t_return_ns = MPII_Tnbc_now_ns();
 }
 
-/* What the call cost the application: an early one, its time in the call and what it was
- * blocked on the data afterwards (faults, settling calls; any operation's, until this one is
- * freed at the next collective's start); one that chose to wait, its time in the call. */
+/* An early call, judged against itself (tnbc_gain.h): what the application saw of it (its time
+ * in the call and blocked on the data afterwards: faults, settling calls, any operation's, until
+ * this one is freed at the next collective's start) against what waiting would have cost (the
+ * time to completion, without the guarding and copying that only an early call does). */
 static void note_gain(const MPII_Tnbc_op_t * op)
 {
-    if (!op->gain || op->error || !op->t_return_ns || !MPII_Tnbc_op_is_done(op))
+    if (!op->gain || op->error || !op->t_return_ns || !MPII_Tnbc_op_is_done(op) ||
+        op->outcome != MPIR_TNBC_EARLY)
         return;
-    if (op->outcome == MPIR_TNBC_EARLY)
-        MPIR_Tnbc_gain_note_early(op->gain, op->t_return_ns - op->t_start_ns +
-                                  MPII_Tnbc_stats_blocked_ns() - op->blocked_at_start);
-    else if (op->outcome == MPIR_TNBC_SYNC_NO_GAIN)
-        MPIR_Tnbc_gain_note_wait(op->gain, op->t_return_ns - op->t_start_ns);
+    uint64_t visible = op->t_return_ns - op->t_start_ns + MPII_Tnbc_stats_blocked_ns() -
+        op->blocked_at_start;
+    uint64_t done = op->t_done_ns ? op->t_done_ns : op->t_return_ns;
+    uint64_t messages = done - op->t_start_ns;
+    MPIR_Tnbc_gain_note_early(op->gain, visible,
+                              messages > op->setup_ns ? messages - op->setup_ns : 0);
 }
 
 int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)

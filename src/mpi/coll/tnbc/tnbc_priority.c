@@ -338,6 +338,10 @@ int MPIR_Tnbc_site_observe(MPIR_Tnbc_site_t * s, const int *touch, int complete)
     if (complete) {
         s->confirmed = !changed;
         s->want_sample = 0;
+        /* early calls so far ran the old order; faults (incomplete) move blocks on every
+         * early call of a site read at random, and must not keep the site trying */
+        if (changed)
+            MPIR_Tnbc_gain_forget_early(&s->gain);
     } else if (changed) {
         s->confirmed = 0;
     } else if (!s->confirmed) {
@@ -350,6 +354,14 @@ int MPIR_Tnbc_site_observe(MPIR_Tnbc_site_t * s, const int *touch, int complete)
     free(key);
     free(ranks);
     return changed;
+}
+
+int MPIR_Tnbc_order_is_natural(const int *pos, int n)
+{
+    for (int b = 0; b < n; b++)
+        if (pos[b] != b)
+            return 0;
+    return 1;
 }
 
 int MPIR_Tnbc_coll_of_name(const char *name)
