@@ -177,6 +177,20 @@ START_TEST(new_order_that_does_not_pay_keeps_waiting)
 }
 END_TEST
 
+START_TEST(one_late_call_does_not_park_the_site)
+{
+    MPIR_Tnbc_gain_t g = { 0 };
+    run(&g, 20, 0.5);
+    /* this process came 50x the messages' time late: its data was all there */
+    MPIR_Tnbc_gain_choose(&g);
+    MPIR_Tnbc_gain_note_early(&g, 500 * MS, 10 * MS);
+    ck_assert_int_eq(g.waiting, 1);
+    /* counted as twice the messages' time, it costs a gap of 25 calls, not thousands */
+    run(&g, 30, 0.5);
+    ck_assert_int_eq(g.waiting, 0);
+}
+END_TEST
+
 START_TEST(no_time_to_wait_for_counts_as_not_paying)
 {
     MPIR_Tnbc_gain_t g = { 0 };
@@ -204,6 +218,7 @@ int main(void)
     tcase_add_test(tc, first_comparison_is_looked_at_again_soon);
     tcase_add_test(tc, new_order_is_measured_again);
     tcase_add_test(tc, new_order_that_does_not_pay_keeps_waiting);
+    tcase_add_test(tc, one_late_call_does_not_park_the_site);
     tcase_add_test(tc, no_time_to_wait_for_counts_as_not_paying);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

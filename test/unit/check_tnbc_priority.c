@@ -224,17 +224,22 @@ START_TEST(peers_orders_are_kept_per_peer_newest_first)
 }
 END_TEST
 
-/* The readers' reports: kept per site, our own entry and anything out of range unknown; the
- * send order takes the block read earliest first, then ring order, unreported readers last. */
+/* A Bcast's segments read in their own order, whatever the order of its edges. */
 START_TEST(natural_order_is_told_apart)
 {
     const int natural[4] = { 0, 1, 2, 3 }, backward[4] = { 3, 2, 1, 0 };
-    ck_assert_int_eq(MPIR_Tnbc_order_is_natural(natural, 4), 1);
-    ck_assert_int_eq(MPIR_Tnbc_order_is_natural(backward, 4), 0);
-    ck_assert_int_eq(MPIR_Tnbc_order_is_natural(backward, 0), 1);
+    /* a Bcast read front to back: the tail edge (piece 1) is read last */
+    const int edges_apart[5] = { 0, 4, 1, 2, 3 };
+    ck_assert_int_eq(MPIR_Tnbc_order_is_natural(natural, 0, 4), 1);
+    ck_assert_int_eq(MPIR_Tnbc_order_is_natural(backward, 0, 4), 0);
+    ck_assert_int_eq(MPIR_Tnbc_order_is_natural(backward, 0, 0), 1);
+    ck_assert_int_eq(MPIR_Tnbc_order_is_natural(edges_apart, 0, 5), 0);
+    ck_assert_int_eq(MPIR_Tnbc_order_is_natural(edges_apart, 2, 5), 1);
 }
 END_TEST
 
+/* The readers' reports: kept per site, our own entry and anything out of range unknown; the
+ * send order takes the block read earliest first, then ring order, unreported readers last. */
 START_TEST(readers_reports_order_the_sends)
 {
     MPIR_Tnbc_sites_t t;

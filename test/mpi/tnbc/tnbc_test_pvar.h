@@ -15,6 +15,8 @@
 
 #define TNBC_PVAR_MISSING ((unsigned long long) -1)
 
+/* static inline: a program that includes this header may use only some of its helpers */
+
 /* The value of pvar want in session, or TNBC_PVAR_MISSING. */
 static inline unsigned long long tnbc_read_pvar(MPI_T_pvar_session session, const char *want)
 {

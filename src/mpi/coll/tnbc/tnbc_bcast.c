@@ -139,6 +139,7 @@ static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int
     int nchildren = MPIR_Tnbc_bcast_tree(comm->rank, comm->local_size, root, tree_ranks,
                                          &parent, children);
     int npieces = MPIR_Tnbc_bcast_pieces(nbytes, nseg), by_child = 0;
+    int edges = MPIR_Tnbc_bcast_edge_pieces(nbytes);
     MPIR_Tnbc_site_t *site = MPII_Tnbc_access_site(MPIR_TNBC_COLL_BCAST, comm->local_size,
                                                    npieces, nbytes);
 
@@ -155,10 +156,12 @@ static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int
     for (int c = 0; c < nchildren; c++) {
         child_pos[c] = MPII_Tnbc_access_peer_order(site, children[c]);
         by_child |= (child_pos[c] != NULL);
-        args->early_only |= child_pos[c] && !MPIR_Tnbc_order_is_natural(child_pos[c], npieces);
+        args->early_only |= child_pos[c] &&
+            !MPIR_Tnbc_order_is_natural(child_pos[c], edges, npieces);
     }
-    args->early_only |= order->recv_pos && !MPIR_Tnbc_order_is_natural(order->recv_pos,
-                                                                       npieces);
+    /* segments read in another order than they go: the edges (a page each) do not count */
+    args->early_only |= order->recv_pos &&
+        !MPIR_Tnbc_order_is_natural(order->recv_pos, edges, npieces);
     if (order->recv_pos && parent >= 0)
         MPII_Tnbc_stats_bcast(MPII_TNBC_BCAST_OWN_ORDER);
     if (by_child)

@@ -44,7 +44,10 @@ int MPIR_Tnbc_gain_choose(MPIR_Tnbc_gain_t * g)
 
 void MPIR_Tnbc_gain_note_early(MPIR_Tnbc_gain_t * g, uint64_t visible_ns, uint64_t wait_ns)
 {
-    g->seen = smooth(g, (double) visible_ns / (double) (wait_ns ? wait_ns : 1));
+    /* at most MPIR_TNBC_GAIN_SEEN_MAX: a call whose data was there before it (a late
+     * process) must not send a site waiting for thousands of calls */
+    double seen = wait_ns ? (double) visible_ns / (double) wait_ns : MPIR_TNBC_GAIN_SEEN_MAX;
+    g->seen = smooth(g, seen < MPIR_TNBC_GAIN_SEEN_MAX ? seen : MPIR_TNBC_GAIN_SEEN_MAX);
     g->n_early++;
     /* leaving early needs the application to see all the messages' time, coming back a
      * margin below it */

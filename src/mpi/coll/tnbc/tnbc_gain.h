@@ -40,6 +40,9 @@
  * messages' time or less (a margin, so that noise does not flip it). */
 #define MPIR_TNBC_GAIN_RETURN_BELOW 0.95
 
+/* One call counts as at most this many times the messages' time. */
+#define MPIR_TNBC_GAIN_SEEN_MAX 2.0
+
 typedef struct {
     double seen;                /* smoothed share of the messages' time that early calls showed
                                  * the application (1: as much as waiting) */

@@ -356,10 +356,10 @@ int MPIR_Tnbc_site_observe(MPIR_Tnbc_site_t * s, const int *touch, int complete)
     return changed;
 }
 
-int MPIR_Tnbc_order_is_natural(const int *pos, int n)
+int MPIR_Tnbc_order_is_natural(const int *pos, int first, int n)
 {
-    for (int b = 0; b < n; b++)
-        if (pos[b] != b)
+    for (int b = first; b + 1 < n; b++)
+        if (pos[b] > pos[b + 1])
             return 0;
     return 1;
 }

@@ -375,6 +375,11 @@ int MPIR_Tnbc_bcast_pieces(size_t nbytes, int nseg)
     return MPII_Tnbc_sched_segments(nbytes, 1, nseg, off, len);
 }
 
+int MPIR_Tnbc_bcast_edge_pieces(size_t nbytes)
+{
+    return segment_edges(nbytes, 1);
+}
+
 size_t MPIR_Tnbc_bcast_report_bytes(int npieces)
 {
     return npieces > 1 ? (size_t) (npieces + 1) * sizeof(int32_t) : 0;

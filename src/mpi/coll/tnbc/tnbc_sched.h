@@ -190,6 +190,8 @@ int MPIR_Tnbc_bcast_tree(int rank, int size, int root, const int *ranks, int *pa
                          int *children);
 /* How many pieces (blocks) a Bcast of nbytes in nseg segments has. */
 int MPIR_Tnbc_bcast_pieces(size_t nbytes, int nseg);
+/* How many of those pieces are the buffer's edges (pieces 0 and 1, before the segments). */
+int MPIR_Tnbc_bcast_edge_pieces(size_t nbytes);
 /* Bytes of one order report for npieces pieces (0: this Bcast sends none). A report is
  * npieces + 1 int32: 1 when an order is known, then each piece's position. */
 size_t MPIR_Tnbc_bcast_report_bytes(int npieces);

@@ -113,18 +113,21 @@ static double returned;         /* when the exchange returned */
 static double *touch_ms, *ready_ms;   /* per block, by the position it was read at */
 static int reads;               /* blocks read so far in this iteration */
 
-/* the application is about to read block s, which starts at first (NULL: the block is empty) */
-static void block_ready(int s, const volatile void *first)
+/* the application is about to read block s: len bytes at first */
+static void block_ready(int s, const volatile void *first, size_t len)
 {
     double t = now();
     if (p2p) {
         MPI_Wait(&rreq[s], MPI_STATUS_IGNORE);
         p2p_wait += now() - t;
     }
-    /* T-NBC: waits here until the block came. Always, so that a stall is never counted as
-     * part of the block's work below (whose rest is slept) */
-    if (first)
-        (void) *(const volatile char *) first;
+    /* T-NBC: waits here until the block came. Every page, as T-NBC may send a block in
+     * several pieces, and in every configuration: a stall must never fall inside the block's
+     * work below, whose rest is slept */
+    for (size_t off = 0; off < len; off += 4096)
+        (void) ((const volatile char *) first)[off];
+    if (len)
+        (void) ((const volatile char *) first)[len - 1];
     if (blocks_log) {
         touch_ms[reads] = (t - returned) * 1e3;
         ready_ms[reads++] = (now() - returned) * 1e3;
@@ -202,7 +205,7 @@ static double ft_iteration(int rank, int size, int iter, size_t bytes, cplx * sb
     *wait = returned - t0;
     for (int s = 0; s < size; s++) {
         const cplx *b = rbuf + s * per;
-        block_ready(s, b);
+        block_ready(s, b, bytes);
         for (int r = 0; r < rows; r++)
             for (int c = 0; c < cols; c++)
                 t[(size_t) c * n + s * rows + r] = b[(size_t) r * cols + c];
@@ -276,7 +279,7 @@ static double is_iteration(int rank, int size, int iter, size_t bytes, uint32_t 
     memset(hist, 0, (size_t) width * sizeof(uint32_t));
     size_t bad = 0;
     for (int s = 0; s < size; s++) {
-        block_ready(s, rcount[s] ? recv + rdisp[s] : NULL);
+        block_ready(s, recv + rdisp[s], (size_t) rcount[s] * sizeof(uint32_t));
         for (size_t i = rdisp[s]; i < (size_t) rdisp[s] + rcount[s]; i++) {
             uint32_t k = recv[i] - lo;
             if (k < width)
@@ -320,7 +323,7 @@ static double crc_iteration(int rank, int size, int iter, size_t bytes, uint64_t
     for (int step = 0; step < size; step++) {
         int s = rotated ? (rank + 1 + step) % size : step;
         const uint64_t *b = rbuf + s * per;
-        block_ready(s, b);
+        block_ready(s, b, bytes);
         double start = now();
         for (size_t i = 0; i < per; i++)
             sum = sum * 31 + b[i];
@@ -375,7 +378,7 @@ static double bcast_iteration(int rank, int size, int iter, size_t bytes, uint64
     for (int step = 0; step < size; step++) {
         int s = bcast_block(rank, size, step);
         const uint64_t *b = buf + s * per;
-        block_ready(s, b);
+        block_ready(s, b, bytes);
         double start = now();
         for (size_t i = 0; i < per; i++)
             sum = sum * 31 + b[i];
