@@ -235,6 +235,7 @@ START_TEST(natural_order_is_told_apart)
     ck_assert_int_eq(MPIR_Tnbc_order_is_natural(backward, 0, 0), 1);
     ck_assert_int_eq(MPIR_Tnbc_order_is_natural(edges_apart, 0, 5), 0);
     ck_assert_int_eq(MPIR_Tnbc_order_is_natural(edges_apart, 2, 5), 1);
+    ck_assert_int_eq(MPIR_Tnbc_order_is_natural(NULL, 0, 5), 1);        /* no order known */
 }
 END_TEST
 

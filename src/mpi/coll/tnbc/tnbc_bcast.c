@@ -156,12 +156,10 @@ static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int
     for (int c = 0; c < nchildren; c++) {
         child_pos[c] = MPII_Tnbc_access_peer_order(site, children[c]);
         by_child |= (child_pos[c] != NULL);
-        args->early_only |= child_pos[c] &&
-            !MPIR_Tnbc_order_is_natural(child_pos[c], edges, npieces);
+        args->early_only |= !MPIR_Tnbc_order_is_natural(child_pos[c], edges, npieces);
     }
     /* segments read in another order than they go: the edges (a page each) do not count */
-    args->early_only |= order->recv_pos &&
-        !MPIR_Tnbc_order_is_natural(order->recv_pos, edges, npieces);
+    args->early_only |= !MPIR_Tnbc_order_is_natural(order->recv_pos, edges, npieces);
     if (order->recv_pos && parent >= 0)
         MPII_Tnbc_stats_bcast(MPII_TNBC_BCAST_OWN_ORDER);
     if (by_child)

@@ -36,8 +36,8 @@
 #define MPIR_TNBC_GAIN_GAP_MIN    4
 #define MPIR_TNBC_GAIN_GAP_MAX    4096
 
-/* A waiting site returns early again when a try showed the application this share of the
- * messages' time or less (a margin, so that noise does not flip it). */
+/* A waiting site returns early again when a try showed the application less than this share
+ * of the messages' time (a margin, so that noise does not flip it). */
 #define MPIR_TNBC_GAIN_RETURN_BELOW 0.95
 
 /* One call counts as at most this many times the messages' time. */

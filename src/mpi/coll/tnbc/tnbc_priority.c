@@ -358,7 +358,7 @@ int MPIR_Tnbc_site_observe(MPIR_Tnbc_site_t * s, const int *touch, int complete)
 
 int MPIR_Tnbc_order_is_natural(const int *pos, int first, int n)
 {
-    for (int b = first; b + 1 < n; b++)
+    for (int b = first; pos && b + 1 < n; b++)
         if (pos[b] > pos[b + 1])
             return 0;
     return 1;

@@ -103,7 +103,8 @@ int MPIR_Tnbc_site_observe(MPIR_Tnbc_site_t * s, const int *touch, int complete)
 int MPIR_Tnbc_site_take_sample(MPIR_Tnbc_site_t * s, unsigned long gap);
 
 /* Whether pos (pos[b]: block b's position) reads blocks first..n-1 in their own order, each
- * before the next (the others, wherever they are read, do not count). */
+ * before the next (the others, wherever they are read, do not count). NULL, no order known:
+ * the blocks go in their own order. */
 int MPIR_Tnbc_order_is_natural(const int *pos, int first, int n);
 
 /* Renumber positive touch orders as 1, 2, ... keeping their order (0 stays 0). */
