@@ -19,7 +19,7 @@ static int run_mix(MPIR_Tnbc_gain_t * g, int calls, const double *seen, int n)
     int early = 0;
     for (int i = 0; i < calls; i++) {
         if (!MPIR_Tnbc_gain_choose(g)) {
-            MPIR_Tnbc_gain_note_early(g, (uint64_t) (seen[early % n] * 10 * MS), 10 * MS);
+            MPIR_Tnbc_gain_note_early(g, (uint64_t) (seen[early % n] * 10 * MS), 10 * MS, 0);
             early++;
         }
     }
@@ -131,7 +131,7 @@ START_TEST(late_notes_are_taken)
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(MPIR_Tnbc_gain_choose(&g), 0);
     for (int i = 0; i < 3; i++)
-        MPIR_Tnbc_gain_note_early(&g, 15 * MS, 10 * MS);
+        MPIR_Tnbc_gain_note_early(&g, 15 * MS, 10 * MS, 0);
     ck_assert_int_eq(g.waiting, 1);
     ck_assert_int_eq(MPIR_Tnbc_gain_choose(&g), 1);
 }
@@ -142,7 +142,7 @@ START_TEST(first_comparison_is_looked_at_again_soon)
     MPIR_Tnbc_gain_t g = { 0 };
     /* the first call paid one-time costs (3x), later ones show half the messages' time */
     ck_assert_int_eq(MPIR_Tnbc_gain_choose(&g), 0);
-    MPIR_Tnbc_gain_note_early(&g, 30 * MS, 10 * MS);
+    MPIR_Tnbc_gain_note_early(&g, 30 * MS, 10 * MS, 0);
     ck_assert_int_eq(g.waiting, 1);
     int early = run(&g, 11, 0.5);
     ck_assert_int_eq(g.waiting, 0);
@@ -159,7 +159,7 @@ START_TEST(new_order_is_measured_again)
     /* a sample taught the order, with which early calls show 10%: the next call tries */
     MPIR_Tnbc_gain_forget_early(&g);
     ck_assert_int_eq(MPIR_Tnbc_gain_choose(&g), 0);
-    MPIR_Tnbc_gain_note_early(&g, 1 * MS, 10 * MS);
+    MPIR_Tnbc_gain_note_early(&g, 1 * MS, 10 * MS, 0);
     ck_assert_int_eq(g.waiting, 0);
     ck_assert_int_eq(run(&g, 10, 0.1), 10);
 }
@@ -183,7 +183,7 @@ START_TEST(one_late_call_does_not_park_the_site)
     run(&g, 20, 0.5);
     /* this process came 50x the messages' time late: its data was all there */
     MPIR_Tnbc_gain_choose(&g);
-    MPIR_Tnbc_gain_note_early(&g, 500 * MS, 10 * MS);
+    MPIR_Tnbc_gain_note_early(&g, 500 * MS, 10 * MS, 0);
     ck_assert_int_eq(g.waiting, 1);
     /* counted as twice the messages' time, it costs a gap of 25 calls, not thousands */
     run(&g, 30, 0.5);
@@ -196,8 +196,39 @@ START_TEST(no_time_to_wait_for_counts_as_not_paying)
     MPIR_Tnbc_gain_t g = { 0 };
     /* the messages were there before the guards were set: nothing could hide */
     MPIR_Tnbc_gain_choose(&g);
-    MPIR_Tnbc_gain_note_early(&g, 1 * MS, 0);
+    MPIR_Tnbc_gain_note_early(&g, 1 * MS, 0, 0);
     ck_assert_int_eq(g.waiting, 1);
+}
+END_TEST
+
+START_TEST(time_before_any_data_is_left_out)
+{
+    MPIR_Tnbc_gain_t g = { 0 };
+    /* a parent 100 ms late, then 10 ms of data of which the application saw 3 ms: counted in,
+     * 103 / 110 would read as hiding almost nothing */
+    MPIR_Tnbc_gain_choose(&g);
+    MPIR_Tnbc_gain_note_early(&g, 103 * MS, 110 * MS, 100 * MS);
+    ck_assert(g.seen > 0.29 && g.seen < 0.31);
+    /* computing through part of the idle time counts in early's favour, never below nothing */
+    MPIR_Tnbc_gain_choose(&g);
+    MPIR_Tnbc_gain_note_early(&g, 50 * MS, 110 * MS, 100 * MS);
+    ck_assert(g.seen > 0.14 && g.seen < 0.16);
+    /* and a call that paid for its faults on top still reads as not paying */
+    MPIR_Tnbc_gain_t h = { 0 };
+    MPIR_Tnbc_gain_choose(&h);
+    MPIR_Tnbc_gain_note_early(&h, 113 * MS, 110 * MS, 100 * MS);
+    ck_assert_int_eq(h.waiting, 1);
+}
+END_TEST
+
+START_TEST(all_idle_is_not_judged)
+{
+    MPIR_Tnbc_gain_t g = { 0 };
+    /* the data came all at once after the wait: early neither hid nor cost anything */
+    MPIR_Tnbc_gain_choose(&g);
+    MPIR_Tnbc_gain_note_early(&g, 40 * MS, 40 * MS, 40 * MS);
+    ck_assert_int_eq(g.n_early, 0);
+    ck_assert_int_eq(g.waiting, 0);
 }
 END_TEST
 
@@ -220,6 +251,8 @@ int main(void)
     tcase_add_test(tc, new_order_that_does_not_pay_keeps_waiting);
     tcase_add_test(tc, one_late_call_does_not_park_the_site);
     tcase_add_test(tc, no_time_to_wait_for_counts_as_not_paying);
+    tcase_add_test(tc, time_before_any_data_is_left_out);
+    tcase_add_test(tc, all_idle_is_not_judged);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -42,8 +42,16 @@ int MPIR_Tnbc_gain_choose(MPIR_Tnbc_gain_t * g)
     return 1;
 }
 
-void MPIR_Tnbc_gain_note_early(MPIR_Tnbc_gain_t * g, uint64_t visible_ns, uint64_t wait_ns)
+void MPIR_Tnbc_gain_note_early(MPIR_Tnbc_gain_t * g, uint64_t visible_ns, uint64_t wait_ns,
+                               uint64_t idle_ns)
 {
+    if (wait_ns && idle_ns) {
+        /* all of it idle: the data came at once, nothing to judge either way */
+        if (idle_ns >= wait_ns)
+            return;
+        wait_ns -= idle_ns;
+        visible_ns = visible_ns > idle_ns ? visible_ns - idle_ns : 0;
+    }
     /* at most MPIR_TNBC_GAIN_SEEN_MAX: a call whose data was there before it (a late
      * process) must not send a site waiting for thousands of calls */
     double seen = wait_ns ? (double) visible_ns / (double) wait_ns : MPIR_TNBC_GAIN_SEEN_MAX;

@@ -16,7 +16,9 @@
  * an early call spends before the first message goes: guarding and copying). Two calls of a
  * site can differ several times over (a peer late, a parent still forwarding), the two costs
  * of one call cannot: so a site's ratio is steady where comparing early calls with other calls
- * that waited is not.
+ * that waited is not. The time before any data came is left out of both: a process that runs
+ * ahead of its peers pays it whichever way it returns, and counted in, it would bring every
+ * ratio near 1 and hide what returning early gained after it.
  *
  * Early is kept while the application sees less than the messages take; a site that stopped
  * returning early tries again now and then, the more rarely the more a try costs, and at once
@@ -57,8 +59,10 @@ typedef struct {
 int MPIR_Tnbc_gain_choose(MPIR_Tnbc_gain_t * g);
 
 /* An early call: the application saw visible_ns of it (in the call, and blocked on its data
- * after it); waiting for its messages would have taken wait_ns. */
-void MPIR_Tnbc_gain_note_early(MPIR_Tnbc_gain_t * g, uint64_t visible_ns, uint64_t wait_ns);
+ * after it); waiting for its messages would have taken wait_ns, of which idle_ns passed before
+ * any data came (a peer still busy, a parent still receiving). */
+void MPIR_Tnbc_gain_note_early(MPIR_Tnbc_gain_t * g, uint64_t visible_ns, uint64_t wait_ns,
+                               uint64_t idle_ns);
 
 /* What early calls cost was measured with a schedule that no longer holds: the next call
  * returns early and measures it again. */

@@ -93,6 +93,7 @@ struct MPII_Tnbc_op {
     int error;                  /* an MPI error code seen after the call returned */
     uint64_t t_start_ns, t_return_ns;
     uint64_t t_done_ns;         /* when the last entry completed (0: not yet) */
+    uint64_t t_first_data_ns;   /* when the first receive completed (0: not yet, or none) */
     uint64_t setup_ns;          /* spent guarding and copying before the first message */
     uint64_t blocked_at_start;  /* MPII_Tnbc_stats_blocked_ns() when we started */
     MPIR_Tnbc_gain_t *gain;     /* told what this call cost the application, when freed */
@@ -643,6 +644,8 @@ static void entry_done(MPII_Tnbc_op_t * op, int i)
     op->state[i] = MPII_TNBC_ENTRY_DONE;
     if (++op->ndone == op->sched.n)
         op->t_done_ns = MPII_Tnbc_now_ns();
+    if (e->kind == MPIR_TNBC_RECV && !op->t_first_data_ns)
+        op->t_first_data_ns = MPII_Tnbc_now_ns();
     if (windowed(op, e))
         op->bodies_out[e->peer]--;
     if (reports_delivery(op, e))
@@ -773,7 +776,8 @@ void MPII_Tnbc_op_returned(MPII_Tnbc_op_t * op)
 /* An early call, judged against itself (tnbc_gain.h): what the application saw of it (its time
  * in the call and blocked on the data afterwards: faults, settling calls, any operation's, until
  * this one is freed at the next collective's start) against what waiting would have cost (the
- * time to completion, without the guarding and copying that only an early call does). */
+ * time to completion, without the guarding and copying that only an early call does); the time
+ * before any data came is left out of both. */
 static void note_gain(const MPII_Tnbc_op_t * op)
 {
     if (!op->gain || op->error || !op->t_return_ns || !MPII_Tnbc_op_is_done(op) ||
@@ -783,8 +787,10 @@ static void note_gain(const MPII_Tnbc_op_t * op)
         op->blocked_at_start;
     uint64_t done = op->t_done_ns ? op->t_done_ns : op->t_return_ns;
     uint64_t messages = done - op->t_start_ns;
+    uint64_t guarded = op->t_start_ns + op->setup_ns;
+    uint64_t idle = op->t_first_data_ns > guarded ? op->t_first_data_ns - guarded : 0;
     MPIR_Tnbc_gain_note_early(op->gain, visible,
-                              messages > op->setup_ns ? messages - op->setup_ns : 0);
+                              messages > op->setup_ns ? messages - op->setup_ns : 0, idle);
 }
 
 int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
