@@ -36,7 +36,9 @@
  * are checked once at the end of every iteration. With TNBC_KERNELS_BLOCKS=<prefix>, each
  * rank appends to <prefix>.<rank>, per iteration and block (in reading order), when the
  * application came to the block and when its first word could be read (ms after the exchange
- * returned): touch and arrival, as the application sees them. */
+ * returned): touch and arrival, as the application sees them. With
+ * TNBC_KERNELS_WAIT_RANKS="r1 r2 ...", those ranks wait in every T-NBC call while the others
+ * keep the environment's choice: what processes that choose apart cost each other. */
 
 #include <mpi.h>
 #include <math.h>
@@ -396,9 +398,29 @@ static double bcast_iteration(int rank, int size, int iter, size_t bytes, uint64
     return now() - t0;
 }
 
+/* Before MPI_Init, so the rank is the launcher's (PMI_RANK). */
+static void wait_ranks_from_env(void)
+{
+    const char *list = getenv("TNBC_KERNELS_WAIT_RANKS"), *me = getenv("PMI_RANK");
+    if (!list || !me)
+        return;
+    for (const char *p = list;;) {
+        char *end;
+        long r = strtol(p, &end, 10);
+        if (end == p)
+            return;
+        if (r == atol(me)) {
+            setenv("MPIR_CVAR_TNBC_RETURN", "wait", 1);
+            return;
+        }
+        for (p = end; *p == ',' || *p == ' '; p++);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, errs = 0;
+    wait_ranks_from_env();
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
