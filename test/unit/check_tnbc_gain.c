@@ -31,6 +31,13 @@ static int run(MPIR_Tnbc_gain_t * g, int calls, double seen)
     return run_mix(g, calls, &seen, 1);
 }
 
+/* One call that returns early and is then noted (times in ms). */
+static void early_call(MPIR_Tnbc_gain_t * g, uint64_t visible, uint64_t wait, uint64_t idle)
+{
+    ck_assert_int_eq(MPIR_Tnbc_gain_choose(g), 0);
+    MPIR_Tnbc_gain_note_early(g, visible * MS, wait * MS, idle * MS);
+}
+
 START_TEST(first_call_returns_early)
 {
     MPIR_Tnbc_gain_t g = { 0 };
@@ -141,8 +148,7 @@ START_TEST(first_comparison_is_looked_at_again_soon)
 {
     MPIR_Tnbc_gain_t g = { 0 };
     /* the first call paid one-time costs (3x), later ones show half the messages' time */
-    ck_assert_int_eq(MPIR_Tnbc_gain_choose(&g), 0);
-    MPIR_Tnbc_gain_note_early(&g, 30 * MS, 10 * MS, 0);
+    early_call(&g, 30, 10, 0);
     ck_assert_int_eq(g.waiting, 1);
     int early = run(&g, 11, 0.5);
     ck_assert_int_eq(g.waiting, 0);
@@ -158,8 +164,7 @@ START_TEST(new_order_is_measured_again)
     ck_assert_int_eq(g.waiting, 1);
     /* a sample taught the order, with which early calls show 10%: the next call tries */
     MPIR_Tnbc_gain_forget_early(&g);
-    ck_assert_int_eq(MPIR_Tnbc_gain_choose(&g), 0);
-    MPIR_Tnbc_gain_note_early(&g, 1 * MS, 10 * MS, 0);
+    early_call(&g, 1, 10, 0);
     ck_assert_int_eq(g.waiting, 0);
     ck_assert_int_eq(run(&g, 10, 0.1), 10);
 }
@@ -182,8 +187,7 @@ START_TEST(one_late_call_does_not_park_the_site)
     MPIR_Tnbc_gain_t g = { 0 };
     run(&g, 20, 0.5);
     /* this process came 50x the messages' time late: its data was all there */
-    MPIR_Tnbc_gain_choose(&g);
-    MPIR_Tnbc_gain_note_early(&g, 500 * MS, 10 * MS, 0);
+    early_call(&g, 500, 10, 0);
     ck_assert_int_eq(g.waiting, 1);
     /* counted as twice the messages' time, it costs a gap of 25 calls, not thousands */
     run(&g, 30, 0.5);
@@ -195,8 +199,7 @@ START_TEST(no_time_to_wait_for_counts_as_not_paying)
 {
     MPIR_Tnbc_gain_t g = { 0 };
     /* the messages were there before the guards were set: nothing could hide */
-    MPIR_Tnbc_gain_choose(&g);
-    MPIR_Tnbc_gain_note_early(&g, 1 * MS, 0, 0);
+    early_call(&g, 1, 0, 0);
     ck_assert_int_eq(g.waiting, 1);
 }
 END_TEST
@@ -206,17 +209,14 @@ START_TEST(time_before_any_data_is_left_out)
     MPIR_Tnbc_gain_t g = { 0 };
     /* a parent 100 ms late, then 10 ms of data of which the application saw 3 ms: counted in,
      * 103 / 110 would read as hiding almost nothing */
-    MPIR_Tnbc_gain_choose(&g);
-    MPIR_Tnbc_gain_note_early(&g, 103 * MS, 110 * MS, 100 * MS);
+    early_call(&g, 103, 110, 100);
     ck_assert(g.seen > 0.29 && g.seen < 0.31);
     /* computing through part of the idle time counts in early's favour, never below nothing */
-    MPIR_Tnbc_gain_choose(&g);
-    MPIR_Tnbc_gain_note_early(&g, 50 * MS, 110 * MS, 100 * MS);
+    early_call(&g, 50, 110, 100);
     ck_assert(g.seen > 0.14 && g.seen < 0.16);
     /* and a call that paid for its faults on top still reads as not paying */
     MPIR_Tnbc_gain_t h = { 0 };
-    MPIR_Tnbc_gain_choose(&h);
-    MPIR_Tnbc_gain_note_early(&h, 113 * MS, 110 * MS, 100 * MS);
+    early_call(&h, 113, 110, 100);
     ck_assert_int_eq(h.waiting, 1);
 }
 END_TEST
@@ -225,8 +225,7 @@ START_TEST(all_idle_is_not_judged)
 {
     MPIR_Tnbc_gain_t g = { 0 };
     /* the data came all at once after the wait: early neither hid nor cost anything */
-    MPIR_Tnbc_gain_choose(&g);
-    MPIR_Tnbc_gain_note_early(&g, 40 * MS, 40 * MS, 40 * MS);
+    early_call(&g, 40, 40, 40);
     ck_assert_int_eq(g.n_early, 0);
     ck_assert_int_eq(g.waiting, 0);
 }

@@ -404,12 +404,13 @@ static void wait_ranks_from_env(void)
     const char *list = getenv("TNBC_KERNELS_WAIT_RANKS"), *me = getenv("PMI_RANK");
     if (!list || !me)
         return;
+    long my_rank = atol(me);
     for (const char *p = list;;) {
         char *end;
         long r = strtol(p, &end, 10);
         if (end == p)
             return;
-        if (r == atol(me)) {
+        if (r == my_rank) {
             setenv("MPIR_CVAR_TNBC_RETURN", "wait", 1);
             return;
         }
