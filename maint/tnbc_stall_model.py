@@ -26,8 +26,14 @@
 ## one starting when one has arrived, taken most urgent first, the urgency of a block being its
 ## position in its reader's order (orders "receivers": every sender knows its readers' orders)
 ## or the sender's own position in its own order, all of a rank's blocks alike (orders "own":
-## what a process learns alone; its blocks then go in ring order, rank + 1 first).
+## what a process learns alone; its blocks then go in ring order, rank + 1 first). A sender
+## learns of a delivery ANSWER seconds after it (the receiver's helper matches the order report
+## that follows the body, and its acknowledgement comes back): only then does the next block
+## start. Each paced block's flight, from its start to the sender learning it arrived, is what
+## the statistics of a paced run measure ("paced bodies: ... from post to delivery").
 ##
+
+import heapq
 
 TCP_PAYLOAD_SHARE = 1448.0 / 1514.0     # MTU 1500, timestamps: payload per frame tbf counts
 
@@ -88,22 +94,34 @@ def stall(arrivals, read_s):
     return waited
 
 
-def start_block(lay, left, arrival, src, dst):
-    """Block src -> dst starts: a flow of its bytes in left, or, empty, it arrives at once."""
+def start_block(lay, left, arrival, src, dst, now=0.0):
+    """Block src -> dst starts at now: a flow of its bytes in left, or, empty, it arrives at
+    once."""
     if lay.nbytes > 0:
         left[(src, dst)] = float(lay.nbytes)
     else:
-        arrival[dst][src] = lay.latency_s + lay.msg_cost_s
+        arrival[dst][src] = now + lay.latency_s + lay.msg_cost_s
 
 
-def drain(lay, left, arrival, arrived=None):
+def drain(lay, left, arrival, arrived=None, timers=None):
     """Run the flows of left (bytes still to send per (src, dst)) over max-min fair links,
-    recomputing the rates whenever one completes, into arrival[dst][src]; arrived(flow), if
-    given, may start more."""
+    recomputing the rates whenever one completes, into arrival[dst][src]. arrived(flow, now),
+    if given, may start more flows or add timers; timers is a heap of (time, seq, fn): fn(now)
+    runs at that time and may start more flows."""
     now = 0.0
-    while left:
-        rates = fair_rates(lay, list(left))
-        step = min(left[f] / rates[f] for f in left)
+    timers = timers if timers is not None else []
+    while left or timers:
+        step = None
+        if left:
+            rates = fair_rates(lay, list(left))
+            step = min(left[f] / rates[f] for f in left)
+        if timers and (step is None or timers[0][0] - now < step):
+            due = max(timers[0][0], now)
+            for f in left:
+                left[f] -= rates[f] * (due - now)
+            now = due
+            heapq.heappop(timers)[2](now)
+            continue
         now += step
         for f in list(left):
             left[f] -= rates[f] * step
@@ -111,7 +129,7 @@ def drain(lay, left, arrival, arrived=None):
                 del left[f]
                 arrival[f[1]][f[0]] = now + lay.latency_s + lay.msg_cost_s
                 if arrived:
-                    arrived(f)
+                    arrived(f, now)
 
 
 def fifo_arrivals(lay):
@@ -170,13 +188,17 @@ def bound_max_stall(lay, kernel):
     return best
 
 
-def paced_arrivals(lay, kernel, window=1, per_node=True, orders="receivers"):
-    """arrival[dst][src] with paced sending (see the header)."""
+def paced_arrivals(lay, kernel, window=1, per_node=True, orders="receivers", answer_s=0.0,
+                   flights=None):
+    """arrival[dst][src] with paced sending (see the header); flights, if a list, gets each
+    remote block's time from its start to its sender learning it arrived."""
     size = lay.size
     reads = [read_order(kernel, r, size) for r in range(size)]
     pos = [{src: i for i, src in enumerate(reads[dst])} for dst in range(size)]
     if orders not in ("receivers", "own"):
         raise ValueError("orders must be receivers or own, not %r" % orders)
+    if window < 1 or answer_s < 0:
+        raise ValueError("window must be at least 1 and answer_s not negative")
     arrival = [[0.0] * size for _ in range(size)]
     queues = {}
     for src in range(size):
@@ -188,17 +210,33 @@ def paced_arrivals(lay, kernel, window=1, per_node=True, orders="receivers"):
             queues.setdefault(unit, []).append((urgency, (dst - src) % size, src, dst))
     for q in queues.values():
         q.sort(reverse=True)            # most urgent last: popped first
-    left, sender = {}, {}
+    in_flight = {unit: 0 for unit in queues}
+    posted, timers = {}, []
 
-    def start(unit):
-        while queues[unit] and sum(1 for f in left if sender[f] == unit) < window:
+    def start(unit, now):
+        while queues[unit] and in_flight[unit] < window:
             _, _, src, dst = queues[unit].pop()
-            sender[(src, dst)] = unit
-            start_block(lay, left, arrival, src, dst)
+            in_flight[unit] += 1
+            posted[(src, dst)] = (unit, now)
+            start_block(lay, left, arrival, src, dst, now)
+            if (src, dst) not in left:  # empty: arrived at once
+                arrived((src, dst), now)
 
+    def learnt(unit, flow, now):
+        in_flight[unit] -= 1
+        if flights is not None:
+            flights.append(now - posted[flow][1])
+        start(unit, now)
+
+    def arrived(flow, now):
+        unit = posted[flow][0]
+        heapq.heappush(timers, (now + answer_s, len(posted) + len(timers),
+                                lambda t, u=unit, f=flow: learnt(u, f, t)))
+
+    left = {}
     for unit in queues:
-        start(unit)
-    drain(lay, left, arrival, lambda f: start(sender[f]))
+        start(unit, 0.0)
+    drain(lay, left, arrival, arrived, timers)
     return arrival
 
 
@@ -207,13 +245,17 @@ def stalls_of(lay, kernel, arrival):
             for r in range(lay.size)]
 
 
-def predict(lay, kernel):
-    """{'fifo_max', 'fifo_mean', 'bound_max', 'paced_own_max', 'paced_receivers_max'} in
-    seconds; paced: one block in flight per node (node arbitration)."""
+def predict(lay, kernel, window=1, answer_s=0.0):
+    """{'fifo_max', 'fifo_mean', 'bound_max', 'paced_own_max', 'paced_receivers_max',
+    'paced_flight_mean'} in seconds; paced: window blocks in flight per node (node
+    arbitration), a delivery learnt answer_s after it; the flight is the receivers' orders'."""
     s = fifo_stalls(lay, kernel)
     out = {"fifo_max": max(s), "fifo_mean": sum(s) / len(s),
            "bound_max": bound_max_stall(lay, kernel)}
     for orders in ("own", "receivers"):
-        out["paced_%s_max" % orders] = max(stalls_of(lay, kernel,
-                                                     paced_arrivals(lay, kernel, orders=orders)))
+        flights = []
+        arrival = paced_arrivals(lay, kernel, window, orders=orders, answer_s=answer_s,
+                                 flights=flights)
+        out["paced_%s_max" % orders] = max(stalls_of(lay, kernel, arrival))
+        out["paced_flight_mean"] = sum(flights) / len(flights) if flights else 0.0
     return out
