@@ -4,7 +4,7 @@
  */
 
 /* Unit tests of the T-NBC decision logic: collective-list parsing (MPIR_CVAR_TNBC_COLLECTIVES)
- * and the eligibility order of MPIR_Tnbc_decide. */
+ * and the eligibility order of MPIR_Tnbc_policy_decide. */
 
 #include "tnbc_policy.h"
 
@@ -108,9 +108,9 @@ START_TEST(decide_accepts_eligible)
 {
     MPIR_Tnbc_policy_t p = open_policy();
     MPIR_Tnbc_call_facts_t f = eligible_alltoall();
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_ACCEPT);
     f.largest_submsg_bytes = 4096;      /* the threshold itself is eligible */
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_ACCEPT);
 }
 END_TEST
 
@@ -121,32 +121,32 @@ START_TEST(decide_each_reason)
 
     f = eligible_alltoall();
     f.ready = 0;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NOT_READY);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_NOT_READY);
     f = eligible_alltoall();
     f.is_intercomm = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_INTERCOMM);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_INTERCOMM);
     f = eligible_alltoall();
     f.internal = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_INTERNAL);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_INTERNAL);
     f = eligible_alltoall();
     f.spans_worlds = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_WORLDS);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_WORLDS);
     f = eligible_alltoall();
     p.job_off = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_JOB_OFF);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_JOB_OFF);
     p.job_off = 0;
     f = eligible_alltoall();
     f.device_buffer = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DEVICE_BUFFER);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_DEVICE_BUFFER);
     f = eligible_alltoall();
     f.op_type_unsupported = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_OP_TYPE);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_OP_TYPE);
     f = eligible_alltoall();
     f.largest_submsg_bytes = 4095;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
     /* a size that differs between processes never changes the path (matching protocols) */
     f.size_is_global = 0;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_ACCEPT);
 }
 END_TEST
 
@@ -156,9 +156,9 @@ START_TEST(decide_empty_call_declines_even_at_threshold_zero)
     p.min_bytes = 0;
     MPIR_Tnbc_call_facts_t f = eligible_alltoall();
     f.largest_submsg_bytes = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_ACCEPT);
     f.largest_submsg_bytes = 0;         /* nothing to protect or overlap */
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
 }
 END_TEST
 
@@ -167,28 +167,28 @@ START_TEST(decide_node_local_threshold)
     MPIR_Tnbc_policy_t p = open_policy();
     MPIR_Tnbc_call_facts_t f = eligible_alltoall();
     f.largest_submsg_bytes = 512 * 1024;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);       /* spans nodes */
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_ACCEPT);       /* spans nodes */
     f.node_local = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NODE);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_NODE);
     f.largest_submsg_bytes = 1 << 20;   /* the threshold itself is eligible */
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_ACCEPT);
     /* below both thresholds the general one is the reason */
     f.largest_submsg_bytes = 100;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
     /* sizes that differ between processes never change the path */
     f.largest_submsg_bytes = 512 * 1024;
     f.size_is_global = 0;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_ACCEPT);
     f.size_is_global = 1;
     p.node_min_bytes = 0;               /* offers every size within a node */
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_ACCEPT);
     /* declining every call needs no size: an Alltoallv within a node is declined too */
     p.node_min_bytes = MPIR_TNBC_NODE_DECLINE_ALL;
     f.size_is_global = 0;
     f.largest_submsg_bytes = (size_t) 1 << 40;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NODE);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_NODE);
     f.node_local = 0;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_ACCEPT);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_ACCEPT);
 }
 END_TEST
 
@@ -202,29 +202,29 @@ START_TEST(decide_order)
         .node_local = 1, .largest_submsg_bytes = 0,
     };
     p.enabled_colls &= ~BIT(BCAST);
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DISABLED);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_DISABLED);
     p.enabled_colls |= BIT(BCAST);
     p.supported_colls = BIT(ALLTOALL);
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_UNSUPPORTED);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_UNSUPPORTED);
     p.supported_colls |= BIT(BCAST);
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NOT_READY);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_NOT_READY);
     f.ready = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_INTERNAL);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_INTERNAL);
     f.internal = 0;
     p.job_off = 1;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_JOB_OFF);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_JOB_OFF);
     p.job_off = 0;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_INTERCOMM);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_INTERCOMM);
     f.is_intercomm = 0;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_WORLDS);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_WORLDS);
     f.spans_worlds = 0;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_DEVICE_BUFFER);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_DEVICE_BUFFER);
     f.device_buffer = 0;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_OP_TYPE);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_OP_TYPE);
     f.op_type_unsupported = 0;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_SMALL);
     f.largest_submsg_bytes = 4096;
-    ck_assert_int_eq(MPIR_Tnbc_decide(&p, &f), MPIR_TNBC_DECLINE_NODE);
+    ck_assert_int_eq(MPIR_Tnbc_policy_decide(&p, &f), MPIR_TNBC_DECLINE_NODE);
 }
 END_TEST
 

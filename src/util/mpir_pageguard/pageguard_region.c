@@ -251,62 +251,58 @@ static void count_pending(MPIR_Pageguard_region_t * r, const void *const *fill)
             atomic_store(&r->page_state[p], MPII_PAGE_UNGUARDED);
 }
 
-int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_t * sub_off,
-                                   const size_t * sub_len, const void *const *fill,
-                                   MPIR_Pageguard_kind_t kind, int flags,
-                                   MPIR_Pageguard_region_t ** region)
+static int landed_by_moving(const MPIR_Pageguard_region_t * r)
 {
-    int rc = MPIR_PAGEGUARD_OK;
-    size_t ps = MPII_pageguard.pagesize;
-    MPIR_Pageguard_region_t *r = NULL;
+    return r->kind == MPIR_PAGEGUARD_RECV && !(r->flags & MPIR_PAGEGUARD_TRACE);
+}
 
-    *region = NULL;
-    if (!atomic_load(&MPII_pageguard.on) || !MPIR_Pageguard_check_handler())
-        return MPIR_PAGEGUARD_ERR_OFF;
+/* What a registration may be given: one region of whole pages at least, of a kind we serve
+ * (PROT_OK: the pages' protection may change). */
+static int check_request(void *addr, size_t len, int nsub, const size_t * sub_off,
+                         const size_t * sub_len, const void *const *fill,
+                         MPIR_Pageguard_kind_t kind, int flags, int *open_prot)
+{
+    size_t ps = MPII_pageguard.pagesize;
     if (!addr || len == 0 || nsub <= 0 || !sub_off || !sub_len ||
         (uintptr_t) addr + len < (uintptr_t) addr || !valid_ranges(len, nsub, sub_off, sub_len)
         || (kind != MPIR_PAGEGUARD_RECV && kind != MPIR_PAGEGUARD_SEND) ||
-        (fill && (kind != MPIR_PAGEGUARD_RECV || (flags & MPIR_PAGEGUARD_TRACE)))) {
-        rc = MPIR_PAGEGUARD_ERR_ARG;
-        goto fn_fail;
-    }
+        (fill && (kind != MPIR_PAGEGUARD_RECV || (flags & MPIR_PAGEGUARD_TRACE))))
+        return MPIR_PAGEGUARD_ERR_ARG;
 
-    uintptr_t base = (uintptr_t) addr, end = base + len;
-    uintptr_t guard_lo = round_up(base, ps), guard_hi = round_down(end, ps);
-    if (guard_lo >= guard_hi) {
-        rc = MPIR_PAGEGUARD_ERR_NOTHING;
-        goto fn_fail;
-    }
+    uintptr_t guard_lo = round_up((uintptr_t) addr, ps);
+    uintptr_t guard_hi = round_down((uintptr_t) addr + len, ps);
+    if (guard_lo >= guard_hi)
+        return MPIR_PAGEGUARD_ERR_NOTHING;
     MPII_Pageguard_ensure_altstack();
     if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE) &&
-        MPII_pageguard.mem_fd < 0) {
-        rc = MPIR_PAGEGUARD_ERR_LANDING;
-        goto fn_fail;
-    }
-    if (MPII_Pageguard_is_exposed(guard_lo, guard_hi)) {
-        rc = MPIR_PAGEGUARD_ERR_EXPOSED;
-        goto fn_fail;
-    }
-    int open_prot, prot_rc = MPII_Pageguard_open_prot(guard_lo, guard_hi, kind, &open_prot);
-    if (prot_rc != MPII_PAGEGUARD_PROT_OK) {
-        rc = (prot_rc == MPII_PAGEGUARD_PROT_REFUSED) ? MPIR_PAGEGUARD_ERR_PROT :
+        MPII_pageguard.mem_fd < 0)
+        return MPIR_PAGEGUARD_ERR_LANDING;
+    if (MPII_Pageguard_is_exposed(guard_lo, guard_hi))
+        return MPIR_PAGEGUARD_ERR_EXPOSED;
+    int prot_rc = MPII_Pageguard_open_prot(guard_lo, guard_hi, kind, open_prot);
+    if (prot_rc != MPII_PAGEGUARD_PROT_OK)
+        return (prot_rc == MPII_PAGEGUARD_PROT_REFUSED) ? MPIR_PAGEGUARD_ERR_PROT :
             MPIR_PAGEGUARD_ERR_NOMEM;
-        goto fn_fail;
-    }
+    return MPIR_PAGEGUARD_OK;
+}
 
-    r = calloc(1, sizeof(*r));
-    if (!r) {
-        rc = MPIR_PAGEGUARD_ERR_NOMEM;
-        goto fn_fail;
-    }
+/* A region not yet visible to the fault handler (NULL: no memory). */
+static MPIR_Pageguard_region_t *region_new(void *addr, size_t len, int nsub,
+                                           const size_t * sub_off, const size_t * sub_len,
+                                           MPIR_Pageguard_kind_t kind, int flags, int open_prot)
+{
+    size_t ps = MPII_pageguard.pagesize;
+    MPIR_Pageguard_region_t *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
     pthread_mutex_init(&r->lock, NULL);
     r->slot = -1;
-    r->base = base;
-    r->end = end;
-    r->gbase = round_down(base, ps);
-    r->npages = (round_up(end, ps) - r->gbase) / ps;
-    r->guard_lo = guard_lo;
-    r->guard_hi = guard_hi;
+    r->base = (uintptr_t) addr;
+    r->end = r->base + len;
+    r->gbase = round_down(r->base, ps);
+    r->npages = (round_up(r->end, ps) - r->gbase) / ps;
+    r->guard_lo = round_up(r->base, ps);
+    r->guard_hi = round_down(r->end, ps);
     r->kind = kind;
     r->flags = flags;
     r->open_prot = open_prot;
@@ -320,18 +316,24 @@ int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_
     r->touch_ns = calloc(nsub, sizeof(uint64_t));
     if (!r->sub_off || !r->sub_len || !r->page_state || !r->page_pending || !r->sub_done ||
         !r->touch_order || !r->touch_ns) {
-        rc = MPIR_PAGEGUARD_ERR_NOMEM;
-        goto fn_fail;
+        free_region(r);
+        return NULL;
     }
     memcpy(r->sub_off, sub_off, nsub * sizeof(size_t));
     memcpy(r->sub_len, sub_len, nsub * sizeof(size_t));
+    return r;
+}
 
-    /* Which pages to protect, and how many sub-messages each one waits for. */
+/* Which pages to protect and how many sub-messages each waits for; the mappings that may cost,
+ * and the staging space of a region whose data land by moving pages. */
+static int plan_pages(MPIR_Pageguard_region_t * r, const void *const *fill)
+{
+    size_t ps = MPII_pageguard.pagesize;
     mark_covered_pages(r);
     count_pending(r, fill);
     int nonempty = 0;
-    for (int k = 0; k < nsub; k++)
-        nonempty += (sub_len[k] > 0 && !(fill && fill[k]));
+    for (int k = 0; k < r->nsub; k++)
+        nonempty += (r->sub_len[k] > 0 && !(fill && fill[k]));
     size_t guarded = 0, runs = 0;
     for (size_t p = 0; p < r->npages; p++) {
         if (atomic_load(&r->page_state[p]) == MPII_PAGE_GUARDED) {
@@ -339,10 +341,8 @@ int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_
             runs += (p == 0 || atomic_load(&r->page_state[p - 1]) != MPII_PAGE_GUARDED);
         }
     }
-    if (guarded == 0) {
-        rc = MPIR_PAGEGUARD_ERR_NOTHING;
-        goto fn_fail;
-    }
+    if (guarded == 0)
+        return MPIR_PAGEGUARD_ERR_NOTHING;
     atomic_store(&r->unreleased, (int) guarded);
 
     /* Each protected run splits a mapping in up to three; each later partial release can split
@@ -350,22 +350,25 @@ int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_
     size_t releases = (size_t) nonempty < guarded ? (size_t) nonempty : guarded;
     r->maps_reserved = 2 * runs + 2 * releases;
 
-    if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE)) {
-        size_t in_page = base % ps;
-        r->staging_map = MPII_Pageguard_staging_get(round_up(in_page + len, ps), &r->staging_len);
-        if (r->staging_map == NULL) {
-            rc = MPIR_PAGEGUARD_ERR_NOMEM;
-            goto fn_fail;
-        }
+    if (landed_by_moving(r)) {
+        size_t in_page = r->base % ps;
+        r->staging_map = MPII_Pageguard_staging_get(round_up(in_page + (r->end - r->base), ps),
+                                                    &r->staging_len);
+        if (r->staging_map == NULL)
+            return MPIR_PAGEGUARD_ERR_NOMEM;
         r->staging = r->staging_map + in_page;
     }
+    return MPIR_PAGEGUARD_OK;
+}
 
+/* A slot and the region's mappings from the budget, both or neither. */
+static int take_slot(MPIR_Pageguard_region_t * r)
+{
+    int rc = MPIR_PAGEGUARD_OK;
     pthread_mutex_lock(&MPII_pageguard.lock);
     if (MPII_pageguard.maps_in_use + r->maps_reserved > MPII_pageguard.map_budget) {
-        r->maps_reserved = 0;
-        pthread_mutex_unlock(&MPII_pageguard.lock);
         rc = MPIR_PAGEGUARD_ERR_BUDGET;
-        goto fn_fail;
+        goto fn_exit;
     }
     for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
         int free_state = MPII_SLOT_FREE;
@@ -376,32 +379,41 @@ int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_
         }
     }
     if (r->slot < 0) {
-        r->maps_reserved = 0;
-        pthread_mutex_unlock(&MPII_pageguard.lock);
         rc = MPIR_PAGEGUARD_ERR_SLOTS;
-        goto fn_fail;
+        goto fn_exit;
     }
     MPII_pageguard.maps_in_use += r->maps_reserved;
     MPII_pageguard.slots[r->slot].region = r;
-    extend_span(r->gbase, r->gbase + r->npages * ps);
+    extend_span(r->gbase, r->gbase + r->npages * MPII_pageguard.pagesize);
+  fn_exit:
+    if (rc)
+        r->maps_reserved = 0;
     pthread_mutex_unlock(&MPII_pageguard.lock);
+    return rc;
+}
+
+/* Fill what arrived before, make the region visible to the handler, then protect its pages;
+ * on failure every page is open again and the slot retired. */
+static int arm(MPIR_Pageguard_region_t * r, const void *const *fill)
+{
+    int rc = MPIR_PAGEGUARD_OK;
+    size_t done_runs;
 
     /* the buffer is ours to write until its pages are protected */
-    for (int k = 0; fill && k < nsub; k++)
-        if (fill[k] && sub_len[k])
-            memcpy((char *) base + sub_off[k], fill[k], sub_len[k]);
+    for (int k = 0; fill && k < r->nsub; k++)
+        if (fill[k] && r->sub_len[k])
+            memcpy((char *) r->base + r->sub_off[k], fill[k], r->sub_len[k]);
 
     /* Visible to the handler before the first page is protected. */
     atomic_store(&MPII_pageguard.slots[r->slot].state, MPII_SLOT_ACTIVE);
     atomic_fetch_add(&MPII_pageguard.live_regions, 1);
 
-    size_t done_runs;
-    int prot = (kind == MPIR_PAGEGUARD_RECV) ? PROT_NONE : (open_prot & ~PROT_WRITE);
+    int prot = (r->kind == MPIR_PAGEGUARD_RECV) ? PROT_NONE : (r->open_prot & ~PROT_WRITE);
     if (protect_runs(r, MPII_PAGE_GUARDED, prot, &done_runs) != 0) {
         rc = (errno == ENOMEM) ? MPIR_PAGEGUARD_ERR_NOMEM : MPIR_PAGEGUARD_ERR_ARG;
         goto fn_undo;
     }
-    if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE)) {
+    if (landed_by_moving(r)) {
         size_t p = 0;
         while (atomic_load(&r->page_state[p]) != MPII_PAGE_GUARDED)
             p++;
@@ -410,6 +422,36 @@ int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_
             goto fn_undo;
         }
     }
+    return MPIR_PAGEGUARD_OK;
+
+  fn_undo:
+    /* Nothing has been written yet: opening every page again restores the buffer. */
+    protect_runs(r, MPII_PAGE_GUARDED, r->open_prot, &done_runs);
+    retire_slot(r);
+    return rc;
+}
+
+int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_t * sub_off,
+                                   const size_t * sub_len, const void *const *fill,
+                                   MPIR_Pageguard_kind_t kind, int flags,
+                                   MPIR_Pageguard_region_t ** region)
+{
+    int rc, open_prot;
+    MPIR_Pageguard_region_t *r = NULL;
+
+    *region = NULL;
+    if (!atomic_load(&MPII_pageguard.on) || !MPIR_Pageguard_check_handler())
+        return MPIR_PAGEGUARD_ERR_OFF;
+    rc = check_request(addr, len, nsub, sub_off, sub_len, fill, kind, flags, &open_prot);
+    if (rc)
+        goto fn_fail;
+    r = region_new(addr, len, nsub, sub_off, sub_len, kind, flags, open_prot);
+    if (!r) {
+        rc = MPIR_PAGEGUARD_ERR_NOMEM;
+        goto fn_fail;
+    }
+    if ((rc = plan_pages(r, fill)) || (rc = take_slot(r)) || (rc = arm(r, fill)))
+        goto fn_fail;
 
     pthread_mutex_lock(&MPII_pageguard.lock);
     MPII_pageguard.regions++;
@@ -417,10 +459,6 @@ int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_
     *region = r;
     return MPIR_PAGEGUARD_OK;
 
-  fn_undo:
-    /* Nothing has been written yet: opening every page again restores the buffer. */
-    protect_runs(r, MPII_PAGE_GUARDED, r->open_prot, &done_runs);
-    retire_slot(r);
   fn_fail:
     count_refusal(rc);
     if (r)

@@ -38,10 +38,19 @@ mpi_core_sources += \
 noinst_HEADERS += \
     src/include/mpir_tnbc.h \
     src/mpi/coll/include/tnbc.h \
+    src/mpi/coll/tnbc/tnbc_access.h \
+    src/mpi/coll/tnbc/tnbc_engine.h \
+    src/mpi/coll/tnbc/tnbc_entry.h \
     src/mpi/coll/tnbc/tnbc_gain.h \
-    src/mpi/coll/tnbc/tnbc_impl.h \
+    src/mpi/coll/tnbc/tnbc_late_error.h \
+    src/mpi/coll/tnbc/tnbc_node.h \
+    src/mpi/coll/tnbc/tnbc_op.h \
+    src/mpi/coll/tnbc/tnbc_pairwise.h \
     src/mpi/coll/tnbc/tnbc_policy.h \
     src/mpi/coll/tnbc/tnbc_priority.h \
     src/mpi/coll/tnbc/tnbc_rm.h \
     src/mpi/coll/tnbc/tnbc_rmplan.h \
-    src/mpi/coll/tnbc/tnbc_sched.h
+    src/mpi/coll/tnbc/tnbc_sched.h \
+    src/mpi/coll/tnbc/tnbc_settle.h \
+    src/mpi/coll/tnbc/tnbc_stats.h \
+    src/mpi/coll/tnbc/tnbc_util.h

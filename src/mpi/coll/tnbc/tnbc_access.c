@@ -15,7 +15,9 @@
  * that it is the same in every run of the binary) with the collective and its shape. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_access.h"
+#include "tnbc_util.h"
+#include "mpir_pageguard.h"
 
 #include <unistd.h>
 

@@ -12,7 +12,12 @@
  * differently. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_access.h"
+#include "tnbc_engine.h"
+#include "tnbc_entry.h"
+#include "tnbc_op.h"
+#include "tnbc_pairwise.h"
+#include "tnbc_util.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -199,19 +204,120 @@ static const int *access_order(MPII_Tnbc_start_t * args, const MPII_Tnbc_nbrs_t 
 {
     uint64_t total = 0;
     *site = NULL;
-    if (nbrs || args->small)
+    if (nbrs || args->ret.small)
         return NULL;
     for (int p = 0; p < nr; p++)
         total += rbytes[p];
     *site = MPII_Tnbc_access_site(args->coll, nr, nr, total);
-    args->sample = MPII_Tnbc_access_sampling(*site, MPIR_CVAR_TNBC_RECV_ORDER ||
+    args->learn.sample = MPII_Tnbc_access_sampling(*site, MPIR_CVAR_TNBC_RECV_ORDER ||
                                              MPIR_CVAR_TNBC_NODE_ARBITRATION ||
                                              reports_on(args->coll, nbrs));
-    args->trace = *site && (MPII_Tnbc_access_tracing() || args->sample);
-    args->site = args->trace ? NULL : *site;
-    args->gain = *site ? &(*site)->gain : NULL;
-    args->access_pos = MPII_Tnbc_access_order(*site);
-    return MPIR_CVAR_TNBC_RECV_ORDER ? args->access_pos : NULL;
+    args->learn.trace = *site && (MPII_Tnbc_access_tracing() || args->learn.sample);
+    args->learn.site = args->learn.trace ? NULL : *site;
+    args->ret.gain = *site ? &(*site)->gain : NULL;
+    args->arb.access_pos = MPII_Tnbc_access_order(*site);
+    return MPIR_CVAR_TNBC_RECV_ORDER ? args->arb.access_pos : NULL;
+}
+
+/* One pairwise call's pieces: per peer, bytes and offset in the send and receive spaces. */
+typedef struct {
+    int ns, nr;
+    size_t *sbytes, *soff, *rbytes, *roff;
+    int *send_pos_space;        /* room for an order of the sends */
+} MPII_Tnbc_pieces_t;
+
+/* The bytes of each peer's piece of a side; returns the largest. */
+static size_t count_side(const MPII_Tnbc_side_t * side, int n, size_t * bytes)
+{
+    size_t largest = 0;
+    MPI_Aint size;
+    for (int p = 0; p < n; p++) {
+        bytes[p] = 0;
+        if (side->counts[p] > 0) {
+            MPIR_Datatype_get_size_macro(piece_type(side, p), size);
+            bytes[p] = side->counts[p] * size;
+        }
+        largest = MPL_MAX(largest, bytes[p]);
+    }
+    return largest;
+}
+
+/* The orders to post by: receives by the call site's access order (with the CVAR), sends by a
+ * reorder plan or by where their readers read them (order reports). */
+static void order_pieces(MPII_Tnbc_start_t * args, const MPII_Tnbc_nbrs_t * nbrs,
+                         MPII_Tnbc_pieces_t * pc, const int **recv_pos, const int **send_pos,
+                         MPIR_Tnbc_site_t ** site)
+{
+    *recv_pos = access_order(args, nbrs, pc->nr, pc->rbytes, site);
+    *send_pos = nbrs ? NULL : MPII_Tnbc_rm_send_order(args->coll, args->comm, pc->sbytes,
+                                                      pc->rbytes, pc->send_pos_space);
+    if (!reports_on(args->coll, nbrs))
+        return;
+    const int *readers = *site ? MPIR_Tnbc_site_reader_pos(*site) : NULL;
+    if (!*send_pos && readers) {
+        MPIR_Tnbc_send_order_by_readers(readers, args->comm->rank, pc->ns, pc->send_pos_space);
+        *send_pos = pc->send_pos_space;
+    }
+    args->arb.send_urgency = readers;
+    if (args->learn.site)
+        args->learn.on_done = learn_readers;
+}
+
+/* Send space: the user's bytes in place when flat, else packed (MPI_IN_PLACE: always a copy,
+ * as the receive buffer is overwritten). */
+static int place_send(MPII_Tnbc_start_t * args, const MPII_Tnbc_side_t * send, int copy,
+                      MPII_Tnbc_pieces_t * pc)
+{
+    MPI_Aint lo, hi;
+    if (copy || !side_is_flat(send, pc->ns))
+        return pack_side(send, pc->ns, pc->sbytes, pc->soff, (char **) &args->buf.send_packed);
+    side_span(send, pc->ns, &lo, &hi);
+    for (int p = 0; p < pc->ns; p++)
+        pc->soff[p] = pc->sbytes[p] ? (size_t) (piece_off(send, p) - lo) : 0;
+    args->buf.send_user = (const char *) send->buf + lo;
+    return MPI_SUCCESS;
+}
+
+/* Receive space, the user's buffer when flat and the pieces do not overlap, else a temporary
+ * one; then the schedule. Returns the schedule builder's code. */
+static int place_recv_and_build(MPII_Tnbc_start_t * args, const MPII_Tnbc_side_t * recv,
+                                const MPII_Tnbc_nbrs_t * nbrs, MPII_Tnbc_pieces_t * pc,
+                                const int *recv_pos, const int *send_pos)
+{
+    MPI_Aint lo, hi;
+    int rc = MPIR_TNBC_SCHED_ERR_OVERLAP, rank = args->comm->rank;
+    if (side_is_flat(recv, pc->nr)) {
+        side_span(recv, pc->nr, &lo, &hi);
+        for (int p = 0; p < pc->nr; p++)
+            pc->roff[p] = pc->rbytes[p] ? (size_t) (piece_off(recv, p) - lo) : 0;
+        args->buf.recv_user = (char *) recv->buf + lo;
+        rc = build(&args->sched, args->coll, rank, nbrs, pc->ns, pc->sbytes, pc->soff, pc->nr,
+                   pc->rbytes, pc->roff, recv_pos, send_pos);
+    }
+    if (rc != MPIR_TNBC_SCHED_ERR_OVERLAP)
+        return rc;
+    size_t total = 0;
+    MPIR_Tnbc_sched_free(&args->sched);
+    for (int p = 0; p < pc->nr; p++) {
+        pc->roff[p] = total;
+        total += pc->rbytes[p];
+    }
+    args->buf.recv_user = NULL;
+    args->buf.recv_packed = 1;
+    return build(&args->sched, args->coll, rank, nbrs, pc->ns, pc->sbytes, pc->soff, pc->nr,
+                 pc->rbytes, pc->roff, recv_pos, send_pos);
+}
+
+/* What a call that waited into a temporary space unpacks (MPII_Tnbc_run). */
+typedef struct {
+    const MPII_Tnbc_side_t *recv;
+    const MPII_Tnbc_pieces_t *pieces;
+} MPII_Tnbc_recv_unpack_t;
+
+static int unpack_recv(const void *ctx, const void *packed)
+{
+    const MPII_Tnbc_recv_unpack_t *u = ctx;
+    return unpack_side(packed, u->recv, u->pieces->nr, u->pieces->rbytes, u->pieces->roff);
 }
 
 int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_side,
@@ -219,125 +325,54 @@ int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_si
                          const MPII_Tnbc_nbrs_t * nbrs, int flags, int *handled)
 {
     int mpi_errno = MPI_SUCCESS;
-    int rank = comm_ptr->rank;
-    int ns = nbrs ? nbrs->outdegree : comm_ptr->local_size;
-    int nr = nbrs ? nbrs->indegree : comm_ptr->local_size;
-    MPI_Aint size, lo, hi;
     MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
-    MPII_Tnbc_op_t *op = NULL;
-    size_t *sbytes, *soff, *rbytes, *roff;
-    size_t largest = 0, largest_recv = 0;
-    int *send_pos_space;
+    MPII_Tnbc_pieces_t pc = {.ns = nbrs ? nbrs->outdegree : comm_ptr->local_size,
+        .nr = nbrs ? nbrs->indegree : comm_ptr->local_size
+    };
     MPIR_CHKLMEM_DECL(5);
 
     *handled = 0;
     int in_place = (send_side->buf == MPI_IN_PLACE);
     /* MPI_IN_PLACE: each piece goes out from where its reply will land (Alltoall semantics) */
     const MPII_Tnbc_side_t *send = in_place ? recv : send_side;
-    MPIR_CHKLMEM_MALLOC(sbytes, size_t *, (ns + 1) * sizeof(size_t), mpi_errno, "sbytes",
+    MPIR_CHKLMEM_MALLOC(pc.sbytes, size_t *, (pc.ns + 1) * sizeof(size_t), mpi_errno, "sbytes",
                         MPL_MEM_COLL);
-    MPIR_CHKLMEM_MALLOC(soff, size_t *, (ns + 1) * sizeof(size_t), mpi_errno, "soff",
+    MPIR_CHKLMEM_MALLOC(pc.soff, size_t *, (pc.ns + 1) * sizeof(size_t), mpi_errno, "soff",
                         MPL_MEM_COLL);
-    MPIR_CHKLMEM_MALLOC(rbytes, size_t *, (nr + 1) * sizeof(size_t), mpi_errno, "rbytes",
+    MPIR_CHKLMEM_MALLOC(pc.rbytes, size_t *, (pc.nr + 1) * sizeof(size_t), mpi_errno, "rbytes",
                         MPL_MEM_COLL);
-    MPIR_CHKLMEM_MALLOC(roff, size_t *, (nr + 1) * sizeof(size_t), mpi_errno, "roff",
+    MPIR_CHKLMEM_MALLOC(pc.roff, size_t *, (pc.nr + 1) * sizeof(size_t), mpi_errno, "roff",
                         MPL_MEM_COLL);
-    MPIR_CHKLMEM_MALLOC(send_pos_space, int *, (ns + 1) * sizeof(int), mpi_errno, "send_pos",
-                        MPL_MEM_COLL);
-    for (int p = 0; p < ns; p++) {
-        sbytes[p] = 0;
-        if (send->counts[p] > 0) {
-            MPIR_Datatype_get_size_macro(piece_type(send, p), size);
-            sbytes[p] = send->counts[p] * size;
-        }
-        largest = MPL_MAX(largest, sbytes[p]);
-    }
-    for (int p = 0; p < nr; p++) {
-        rbytes[p] = 0;
-        if (recv->counts[p] > 0) {
-            MPIR_Datatype_get_size_macro(piece_type(recv, p), size);
-            rbytes[p] = recv->counts[p] * size;
-        }
-        largest = MPL_MAX(largest, rbytes[p]);
-        largest_recv = MPL_MAX(largest_recv, rbytes[p]);
-    }
+    MPIR_CHKLMEM_MALLOC(pc.send_pos_space, int *, (pc.ns + 1) * sizeof(int), mpi_errno,
+                        "send_pos", MPL_MEM_COLL);
+    size_t largest_send = count_side(send, pc.ns, pc.sbytes);
+    size_t largest_recv = count_side(recv, pc.nr, pc.rbytes);
 
     MPIR_Tnbc_call_facts_t facts = {.coll = coll,
-        .size_is_global = !!(flags & MPII_TNBC_SIZE_IS_GLOBAL),.largest_submsg_bytes = largest
+        .size_is_global = !!(flags & MPII_TNBC_SIZE_IS_GLOBAL),
+        .largest_submsg_bytes = MPL_MAX(largest_send, largest_recv)
     };
     if (MPII_Tnbc_decide(&facts, comm_ptr) != MPIR_TNBC_ACCEPT)
         goto fn_exit;
     *handled = 1;
     /* a process that only sends (Gather at a non-root) judges by what it sends */
-    args.small = ((largest_recv ? largest_recv : largest) < MPII_Tnbc_policy.min_bytes);
+    args.ret.small = ((largest_recv ? largest_recv : largest_send) < MPII_Tnbc_policy.min_bytes);
     MPIR_Tnbc_site_t *site;
-    const int *recv_pos = access_order(&args, nbrs, nr, rbytes, &site);
-    const int *send_pos = nbrs ? NULL : MPII_Tnbc_rm_send_order(coll, comm_ptr, sbytes, rbytes,
-                                                                send_pos_space);
-    if (reports_on(coll, nbrs)) {
-        const int *readers = site ? MPIR_Tnbc_site_reader_pos(site) : NULL;
-        if (!send_pos && readers) {
-            MPIR_Tnbc_send_order_by_readers(readers, rank, ns, send_pos_space);
-            send_pos = send_pos_space;
-        }
-        args.send_urgency = readers;
-        if (args.site)
-            args.on_done = learn_readers;
-    }
+    const int *recv_pos, *send_pos;
+    order_pieces(&args, nbrs, &pc, &recv_pos, &send_pos, &site);
 
-    /* Send space: the user's bytes in place when flat, else packed (MPI_IN_PLACE: always a
-     * copy, as the receive buffer is overwritten). */
-    if (!in_place && !(flags & MPII_TNBC_PACK_SEND) && side_is_flat(send, ns)) {
-        side_span(send, ns, &lo, &hi);
-        for (int p = 0; p < ns; p++)
-            soff[p] = sbytes[p] ? (size_t) (piece_off(send, p) - lo) : 0;
-        args.send_user = (const char *) send->buf + lo;
-    } else {
-        mpi_errno = pack_side(send, ns, sbytes, soff, (char **) &args.send_packed);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
-
-    /* Receive space: the user's buffer when flat and the pieces do not overlap. */
-    int recv_flat = side_is_flat(recv, nr);
-    if (recv_flat) {
-        side_span(recv, nr, &lo, &hi);
-        for (int p = 0; p < nr; p++)
-            roff[p] = rbytes[p] ? (size_t) (piece_off(recv, p) - lo) : 0;
-        args.recv_user = (char *) recv->buf + lo;
-    }
-    int rc = MPIR_TNBC_SCHED_ERR_OVERLAP;
-    if (recv_flat)
-        rc = build(&args.sched, coll, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff,
-                   recv_pos, send_pos);
-    if (rc == MPIR_TNBC_SCHED_ERR_OVERLAP) {
-        size_t total = 0;
-        MPIR_Tnbc_sched_free(&args.sched);
-        for (int p = 0; p < nr; p++) {
-            roff[p] = total;
-            total += rbytes[p];
-        }
-        args.recv_user = NULL;
-        args.recv_packed = 1;
-        rc = build(&args.sched, coll, rank, nbrs, ns, sbytes, soff, nr, rbytes, roff,
-                   recv_pos, send_pos);
-    }
+    mpi_errno = place_send(&args, send, in_place || (flags & MPII_TNBC_PACK_SEND), &pc);
+    MPIR_ERR_CHECK(mpi_errno);
+    int rc = place_recv_and_build(&args, recv, nbrs, &pc, recv_pos, send_pos);
     /* the self pair's type signatures differ: erroneous, and only this process is involved */
     MPIR_ERR_CHKANDJUMP(rc == MPIR_TNBC_SCHED_ERR_ARG, mpi_errno, MPI_ERR_TRUNCATE, "**truncate");
     MPIR_ERR_CHKANDJUMP(rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
-
-    mpi_errno = MPII_Tnbc_launch(&args, &op);
+    MPII_Tnbc_recv_unpack_t unpack = {.recv = recv,.pieces = &pc };
+    mpi_errno = MPII_Tnbc_run(&args, site, unpack_recv, &unpack);
     MPIR_ERR_CHECK(mpi_errno);
-    if (op) {
-        if (args.recv_packed)
-            mpi_errno = unpack_side(MPII_Tnbc_op_packed_recv(op), recv, nr, rbytes, roff);
-        else if (args.trace && args.recv_user)  /* guard the data to see the first touches */
-            MPII_Tnbc_access_trace(site, args.recv_user, MPII_Tnbc_op_sched(op));
-        MPII_Tnbc_op_free(op);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
 
   fn_exit:
-    MPL_free(args.send_packed);
+    MPL_free(args.buf.send_packed);
     MPIR_Tnbc_sched_free(&args.sched);
     MPIR_CHKLMEM_FREEALL();
     return mpi_errno;
@@ -369,8 +404,8 @@ int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sen
     MPII_Tnbc_layout_t l = { 0 };
 
     if (sendbuf != MPI_IN_PLACE)
-        MPII_TNBC_SETTLE(sendbuf, sendcount * n, sendtype);
-    MPII_TNBC_SETTLE(recvbuf, recvcount * n, recvtype);
+        MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount * n, sendtype);
+    MPIR_TNBC_SETTLE_BUF(recvbuf, recvcount * n, recvtype);
     if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
         MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLTOALL };
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
@@ -433,7 +468,7 @@ int MPIR_Tnbc_Alltoallw(const void *sendbuf, const MPI_Aint sendcounts[], const 
 
     if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
         MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLTOALLW };
-        MPII_TNBC_SETTLE_ALL();
+        MPIR_TNBC_SETTLE_ALL();
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
     }
     mpi_errno = settle_side(&send, n);

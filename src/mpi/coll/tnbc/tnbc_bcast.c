@@ -18,7 +18,13 @@
  * nodes would otherwise cross nodes on every edge. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_access.h"
+#include "tnbc_engine.h"
+#include "tnbc_entry.h"
+#include "tnbc_node.h"
+#include "tnbc_op.h"
+#include "tnbc_stats.h"
+#include "tnbc_util.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -117,9 +123,9 @@ static int report_to_parent(MPII_Tnbc_start_t * args, int npieces, const int *po
     size_t report = MPIR_Tnbc_bcast_report_bytes(npieces);
 
     if (report) {
-        args->send_packed = MPL_malloc(report, MPL_MEM_COLL);
-        MPIR_ERR_CHKANDJUMP(!args->send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
-        MPIR_Tnbc_bcast_report_encode(pos, npieces, args->send_packed);
+        args->buf.send_packed = MPL_malloc(report, MPL_MEM_COLL);
+        MPIR_ERR_CHKANDJUMP(!args->buf.send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        MPIR_Tnbc_bcast_report_encode(pos, npieces, args->buf.send_packed);
     }
 
   fn_exit:
@@ -144,22 +150,22 @@ static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int
                                                    npieces, nbytes);
 
     *site_out = site;
-    args->sample = MPII_Tnbc_access_sampling(site, parent >= 0);
-    args->trace = site && (MPII_Tnbc_access_tracing() || args->sample);
-    args->site = site;  /* a trace run or a sample waits in the call: no faults to learn from,
+    args->learn.sample = MPII_Tnbc_access_sampling(site, parent >= 0);
+    args->learn.trace = site && (MPII_Tnbc_access_tracing() || args->learn.sample);
+    args->learn.site = site;  /* a trace run or a sample waits in the call: no faults to learn from,
                          * but the children's reports still count */
-    args->on_done = learn_child_orders;
-    args->gain = site ? &site->gain : NULL;
+    args->learn.on_done = learn_child_orders;
+    args->ret.gain = site ? &site->gain : NULL;
     order->recv_pos = MPII_Tnbc_access_order(site);
     order->child_pos = child_pos;
     order->ranks = tree_ranks;
     for (int c = 0; c < nchildren; c++) {
         child_pos[c] = MPII_Tnbc_access_peer_order(site, children[c]);
         by_child |= (child_pos[c] != NULL);
-        args->early_only |= !MPIR_Tnbc_order_is_natural(child_pos[c], edges, npieces);
+        args->ret.early_only |= !MPIR_Tnbc_order_is_natural(child_pos[c], edges, npieces);
     }
     /* segments read in another order than they go: the edges (a page each) do not count */
-    args->early_only |= !MPIR_Tnbc_order_is_natural(order->recv_pos, edges, npieces);
+    args->ret.early_only |= !MPIR_Tnbc_order_is_natural(order->recv_pos, edges, npieces);
     if (order->recv_pos && parent >= 0)
         MPII_Tnbc_stats_bcast(MPII_TNBC_BCAST_OWN_ORDER);
     if (by_child)
@@ -171,17 +177,31 @@ static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int
     return mpi_errno;
 }
 
+/* What a Bcast that waited into a temporary space unpacks (MPII_Tnbc_run). */
+typedef struct {
+    void *buffer;
+    MPI_Aint count;
+    MPI_Datatype datatype;
+    size_t nbytes;
+} MPII_Tnbc_bcast_unpack_t;
+
+static int unpack_buffer(const void *ctx, const void *packed)
+{
+    const MPII_Tnbc_bcast_unpack_t *u = ctx;
+    MPI_Aint actual;
+    return MPIR_Typerep_unpack(packed, u->nbytes, u->buffer, u->count, u->datatype, 0, &actual);
+}
+
 int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
                     MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
     int mpi_errno = MPI_SUCCESS;
     MPI_Aint typesize, actual;
     MPII_Tnbc_start_t args = {.coll = MPIR_TNBC_COLL_BCAST,.comm = comm_ptr };
-    MPII_Tnbc_op_t *op = NULL;
     int *tree_ranks = NULL;
 
     *tnbc_handled = 0;
-    MPII_TNBC_SETTLE(buffer, count, datatype);
+    MPIR_TNBC_SETTLE_BUF(buffer, count, datatype);
     MPIR_Datatype_get_size_macro(datatype, typesize);
     size_t nbytes = count > 0 ? count * typesize : 0;
 
@@ -207,34 +227,28 @@ int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int roo
 
     if (rank == root) {
         if (flat) {
-            args.send_user = buffer;
+            args.buf.send_user = buffer;
         } else {
-            args.send_packed = MPL_malloc(nbytes, MPL_MEM_COLL);
-            MPIR_ERR_CHKANDJUMP(!args.send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
-            mpi_errno = MPIR_Typerep_pack(buffer, count, datatype, 0, args.send_packed, nbytes,
+            args.buf.send_packed = MPL_malloc(nbytes, MPL_MEM_COLL);
+            MPIR_ERR_CHKANDJUMP(!args.buf.send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
+            mpi_errno = MPIR_Typerep_pack(buffer, count, datatype, 0, args.buf.send_packed, nbytes,
                                           &actual);
             MPIR_ERR_CHECK(mpi_errno);
         }
     } else if (flat) {
-        args.recv_user = buffer;
+        args.buf.recv_user = buffer;
     } else {
-        args.recv_packed = 1;
+        args.buf.recv_packed = 1;
     }
-    mpi_errno = MPII_Tnbc_launch(&args, &op);
+    MPII_Tnbc_bcast_unpack_t unpack = {.buffer = buffer,.count = count,.datatype = datatype,
+        .nbytes = nbytes
+    };
+    mpi_errno = MPII_Tnbc_run(&args, site, unpack_buffer, &unpack);
     MPIR_ERR_CHECK(mpi_errno);
-    if (op) {
-        if (args.recv_packed)
-            mpi_errno = MPIR_Typerep_unpack(MPII_Tnbc_op_packed_recv(op), nbytes, buffer,
-                                            count, datatype, 0, &actual);
-        else if (args.trace && args.recv_user)
-            MPII_Tnbc_access_trace(site, args.recv_user, MPII_Tnbc_op_sched(op));
-        MPII_Tnbc_op_free(op);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
 
   fn_exit:
     MPL_free(tree_ranks);
-    MPL_free(args.send_packed);
+    MPL_free(args.buf.send_packed);
     MPIR_Tnbc_sched_free(&args.sched);
     return mpi_errno;
   fn_fail:

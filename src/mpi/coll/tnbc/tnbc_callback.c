@@ -11,7 +11,7 @@
  * behaviour is unchanged otherwise. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_engine.h"
 
 int MPIR_Tnbc_callback_begin(void)
 {

@@ -19,8 +19,15 @@
  * MPI_THREAD_SINGLE. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_engine.h"
+#include "tnbc_access.h"
+#include "tnbc_late_error.h"
+#include "tnbc_node.h"
+#include "tnbc_op.h"
+#include "tnbc_stats.h"
+#include "tnbc_util.h"
 #include "netmod_tnbc.h"
+#include "mpir_pageguard.h"
 
 
 #include <poll.h>
@@ -510,31 +517,9 @@ static void start_helper(void)
     engine.have_thread = (pthread_create(&engine.thread, NULL, helper_main, NULL) == 0);
 }
 
-/* fork() with collectives in flight: the child would inherit their guarded pages with no
- * helper to bring the data (which comes to the parent only) and wait for ever on a touch. So
- * fork() waits for everything first, and holds MPICH's lock until it returns, so that no
- * other thread starts a collective in between. A thread inside MPICH cannot wait (MPICH does
- * not fork). The handlers stay registered for the process's life. */
-static int atfork_registered;
-static MPL_TLS int fork_holds_lock;  /* the forking thread's */
-
-static void fork_prepare(void)
+int MPII_Tnbc_engine_started(void)
 {
-    if (!engine.started || MPII_Tnbc_holds_global_lock())
-        return;
-    MPIR_TNBC_NOTE_APP_FRAMES();
-    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
-    fork_holds_lock = 1;
-    int mpi_errno = MPIR_Tnbc_settle_all();
-    (void) mpi_errno;   /* a failed operation has opened its pages and raised its error */
-}
-
-static void fork_done(void)
-{
-    if (fork_holds_lock) {
-        fork_holds_lock = 0;
-        MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
-    }
+    return engine.started;
 }
 
 static int engine_start(void)
@@ -563,8 +548,6 @@ static int engine_start(void)
     engine.net_fd = MPIR_CVAR_TNBC_HELPER_WAKEUP ? MPIDI_NM_tnbc_event_fd() : -1;
     mpi_errno = MPIR_Progress_hook_register(poll_all, &engine.hook_id);
     MPIR_ERR_CHECK(mpi_errno);
-    if (!atfork_registered)
-        atfork_registered = (pthread_atfork(fork_prepare, fork_done, fork_done) == 0);
     engine.started = 1;
 
   fn_exit:
@@ -662,33 +645,36 @@ static int op_sync_cond(const void *op)
  * no call site gets one of its shape here. */
 static void choose_return(MPII_Tnbc_start_t * args)
 {
-    if (args->trace || args->recv_packed || args->small || args->no_helper) {
-        args->gain = NULL;
+    if (args->learn.trace || args->buf.recv_packed || args->ret.small || args->ret.no_helper) {
+        args->ret.gain = NULL;
         return;
     }
     if (MPIR_CVAR_TNBC_RETURN != MPIR_CVAR_TNBC_RETURN_adaptive) {
-        args->wait = (MPIR_CVAR_TNBC_RETURN == MPIR_CVAR_TNBC_RETURN_wait);
-        args->gain = NULL;
+        args->ret.wait = (MPIR_CVAR_TNBC_RETURN == MPIR_CVAR_TNBC_RETURN_wait);
+        args->ret.gain = NULL;
         return;
     }
     /* Paced calls return early: only early calls pace, and a site that switched between the
      * two would have its peers' turns and windows wait for calls that do not take them. So do
      * calls that other orders steer (a Bcast's segments): measured, a tree whose processes
      * choose apart hides nothing, one whose processes all return early hides about half. */
-    if (args->sched.reports || args->early_only) {
-        args->gain = NULL;
+    if (args->sched.reports || args->ret.early_only) {
+        args->ret.gain = NULL;
         return;
     }
-    if (!args->gain) {
+    if (!args->ret.gain) {
         MPIR_Tnbc_site_t *site = MPII_Tnbc_access_site(args->coll, args->comm->local_size,
                                                        args->sched.nrecv_sub,
                                                        args->sched.recv_bytes);
-        args->gain = site ? &site->gain : NULL;
+        args->ret.gain = site ? &site->gain : NULL;
     }
-    args->wait = args->gain && MPIR_Tnbc_gain_choose(args->gain);
+    args->ret.wait = args->ret.gain && MPIR_Tnbc_gain_choose(args->ret.gain);
 }
 
-int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
+/* Start an operation and return early when it may; otherwise wait for it here. On return,
+ * *op is NULL, or (recv_packed or trace) the finished operation, which the caller unpacks or
+ * traces and frees. */
+static int launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
 {
     int mpi_errno = MPI_SUCCESS;
     MPII_Tnbc_op_t *op = NULL;
@@ -698,7 +684,7 @@ int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     mpi_errno = engine_start();
     MPIR_ERR_CHECK(mpi_errno);
     start_helper();
-    args->no_helper = !engine.have_thread;
+    args->ret.no_helper = !engine.have_thread;
     MPII_Tnbc_engine_reap();     /* operations freed here report what they cost */
     choose_return(args);
     mpi_errno = MPII_Tnbc_op_start(args, &op);
@@ -725,7 +711,7 @@ int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
             mpi_errno = info.error;
             goto fn_fail;
         }
-        if (!args->recv_packed && !args->trace) {
+        if (!args->buf.recv_packed && !args->learn.trace) {
             MPII_Tnbc_op_free(op);
             op = NULL;
         }
@@ -746,6 +732,23 @@ int MPII_Tnbc_launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
         op = NULL;
     }
     goto fn_exit;
+}
+
+/* Launch, then finish what the caller got back: unpack a call that waited into a temporary
+ * receive space, or guard a trace run's data to see their first touches at site. */
+int MPII_Tnbc_run(MPII_Tnbc_start_t * args, MPIR_Tnbc_site_t * site, MPII_Tnbc_unpack_t unpack,
+                  const void *ctx)
+{
+    MPII_Tnbc_op_t *op = NULL;
+    int mpi_errno = launch(args, &op);
+    if (mpi_errno || !op)
+        return mpi_errno;
+    if (args->buf.recv_packed)
+        mpi_errno = unpack(ctx, MPII_Tnbc_op_packed_recv(op));
+    else if (args->learn.trace && args->buf.recv_user)
+        MPII_Tnbc_access_trace(site, args->buf.recv_user, MPII_Tnbc_op_sched(op));
+    MPII_Tnbc_op_free(op);
+    return mpi_errno;
 }
 
 /* ---- finalize ---- */

@@ -11,7 +11,11 @@
  * and the way a call is declined (the stock path then runs unchanged). */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_entry.h"
+#include "tnbc_access.h"
+#include "tnbc_engine.h"
+#include "tnbc_node.h"
+#include "tnbc_stats.h"
 
 /* Whether every process of an intracommunicator is on this node: the same answer on every
  * process, from the node communicator MPICH made when the communicator was committed (a node
@@ -52,7 +56,7 @@ MPIR_Tnbc_decision_t MPII_Tnbc_decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm 
     facts->device_buffer = 0;   /* built without GPU support: host memory only */
 #endif
 
-    MPIR_Tnbc_decision_t decision = MPIR_Tnbc_decide(&MPII_Tnbc_policy, facts);
+    MPIR_Tnbc_decision_t decision = MPIR_Tnbc_policy_decide(&MPII_Tnbc_policy, facts);
     MPII_Tnbc_stats_count(facts->coll, decision);
     return decision;
 }

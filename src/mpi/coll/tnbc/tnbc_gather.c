@@ -11,7 +11,8 @@
  * does not use (recvbuf at a non-root of Gather, ...) are never looked at. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_entry.h"
+#include "tnbc_pairwise.h"
 
 static int is_root(MPIR_Comm * comm_ptr, int root)
 {
@@ -61,8 +62,8 @@ int MPIR_Tnbc_Allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype se
     int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLGATHER };
 
-    MPII_TNBC_SETTLE(sendbuf, sendcount, sendtype);
-    MPII_TNBC_SETTLE(recvbuf, recvcount * MPII_Tnbc_peers(comm_ptr), recvtype);
+    MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount, sendtype);
+    MPIR_TNBC_SETTLE_BUF(recvbuf, recvcount * MPII_Tnbc_peers(comm_ptr), recvtype);
     if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM)
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
     return allgather_any(MPIR_TNBC_COLL_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf, NULL,
@@ -80,10 +81,10 @@ int MPIR_Tnbc_Allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype s
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLGATHERV };
 
     if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPII_TNBC_SETTLE_ALL();
+        MPIR_TNBC_SETTLE_ALL();
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
     }
-    MPII_TNBC_SETTLE(sendbuf, sendcount, sendtype);
+    MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount, sendtype);
     if (MPIR_TNBC_OWNS_BUFFERS()) {
         mpi_errno = MPII_Tnbc_settle_v(recvbuf, recvcounts, displs, recvtype,
                                        comm_ptr->local_size);
@@ -142,13 +143,13 @@ int MPIR_Tnbc_Gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendt
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_GATHER };
 
     if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPII_TNBC_SETTLE_ALL();
+        MPIR_TNBC_SETTLE_ALL();
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
     }
     if (!is_root(comm_ptr, root) || sendbuf != MPI_IN_PLACE)
-        MPII_TNBC_SETTLE(sendbuf, sendcount, sendtype);
+        MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount, sendtype);
     if (is_root(comm_ptr, root))
-        MPII_TNBC_SETTLE(recvbuf, recvcount * comm_ptr->local_size, recvtype);
+        MPIR_TNBC_SETTLE_BUF(recvbuf, recvcount * comm_ptr->local_size, recvtype);
     return gather_any(MPIR_TNBC_COLL_GATHER, sendbuf, sendcount, sendtype, recvbuf, NULL, NULL,
                       recvcount, recvtype, root, comm_ptr, tnbc_handled);
   fn_fail:
@@ -163,11 +164,11 @@ int MPIR_Tnbc_Gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_GATHERV };
 
     if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPII_TNBC_SETTLE_ALL();
+        MPIR_TNBC_SETTLE_ALL();
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
     }
     if (!is_root(comm_ptr, root) || sendbuf != MPI_IN_PLACE)
-        MPII_TNBC_SETTLE(sendbuf, sendcount, sendtype);
+        MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount, sendtype);
     if (is_root(comm_ptr, root) && MPIR_TNBC_OWNS_BUFFERS()) {
         mpi_errno = MPII_Tnbc_settle_v(recvbuf, recvcounts, displs, recvtype,
                                        comm_ptr->local_size);
@@ -225,13 +226,13 @@ int MPIR_Tnbc_Scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_SCATTER };
 
     if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPII_TNBC_SETTLE_ALL();
+        MPIR_TNBC_SETTLE_ALL();
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
     }
     if (is_root(comm_ptr, root))
-        MPII_TNBC_SETTLE(sendbuf, sendcount * comm_ptr->local_size, sendtype);
+        MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount * comm_ptr->local_size, sendtype);
     if (!is_root(comm_ptr, root) || recvbuf != MPI_IN_PLACE)
-        MPII_TNBC_SETTLE(recvbuf, recvcount, recvtype);
+        MPIR_TNBC_SETTLE_BUF(recvbuf, recvcount, recvtype);
     return scatter_any(MPIR_TNBC_COLL_SCATTER, sendbuf, NULL, NULL, sendcount, sendtype, recvbuf,
                        recvcount, recvtype, root, comm_ptr, tnbc_handled);
   fn_fail:
@@ -247,7 +248,7 @@ int MPIR_Tnbc_Scatterv(const void *sendbuf, const MPI_Aint sendcounts[], const M
     MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_SCATTERV };
 
     if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPII_TNBC_SETTLE_ALL();
+        MPIR_TNBC_SETTLE_ALL();
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
     }
     if (is_root(comm_ptr, root) && MPIR_TNBC_OWNS_BUFFERS()) {
@@ -256,7 +257,7 @@ int MPIR_Tnbc_Scatterv(const void *sendbuf, const MPI_Aint sendcounts[], const M
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (!is_root(comm_ptr, root) || recvbuf != MPI_IN_PLACE)
-        MPII_TNBC_SETTLE(recvbuf, recvcount, recvtype);
+        MPIR_TNBC_SETTLE_BUF(recvbuf, recvcount, recvtype);
     return scatter_any(MPIR_TNBC_COLL_SCATTERV, sendbuf, sendcounts, displs, 0, sendtype,
                        recvbuf, recvcount, recvtype, root, comm_ptr, tnbc_handled);
   fn_fail:

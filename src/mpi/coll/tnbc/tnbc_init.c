@@ -4,7 +4,13 @@
  */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_access.h"
+#include "tnbc_engine.h"
+#include "tnbc_entry.h"
+#include "tnbc_node.h"
+#include "tnbc_settle.h"
+#include "tnbc_stats.h"
+#include "mpir_pageguard.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -147,8 +153,10 @@ int MPIR_Tnbc_init(void)
     MPII_Tnbc_pvars_register();
     mpi_errno = MPII_Tnbc_access_init();
     MPIR_ERR_CHECK(mpi_errno);
-    if (MPIR_CVAR_TNBC_ENABLE)
+    if (MPIR_CVAR_TNBC_ENABLE) {
         tune_malloc();  /* before the application allocates its buffers */
+        MPII_Tnbc_settle_at_fork();
+    }
 
   fn_exit:
     return mpi_errno;

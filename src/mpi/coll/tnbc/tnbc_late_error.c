@@ -15,9 +15,10 @@
  * holding a reference to its communicator. All under MPICH's global lock. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_late_error.h"
 
 #include "mpir_ext.h"    /* MPIR_Err_get_string */
+#include "tnbc_policy.h"
 
 #define MPII_TNBC_LATE_ERRORS 16
 

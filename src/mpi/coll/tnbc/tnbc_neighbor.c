@@ -11,7 +11,8 @@
  * whose pieces are all small waits for them inside the call. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_entry.h"
+#include "tnbc_pairwise.h"
 
 int MPII_Tnbc_get_nbrs(MPIR_Comm * comm_ptr, MPII_Tnbc_nbrs_t * nbrs)
 {
@@ -49,7 +50,7 @@ static int neighbor(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendcou
     MPIR_Tnbc_call_facts_t facts = {.coll = coll };
 
     *tnbc_handled = 0;
-    MPII_TNBC_SETTLE_ALL();
+    MPIR_TNBC_SETTLE_ALL();
     if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM || !MPIR_Topology_get(comm_ptr))
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
 

@@ -24,7 +24,9 @@
  * most that time, and every message still goes. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_node.h"
+#include "tnbc_stats.h"
+#include "tnbc_util.h"
 #include "mpidu_shm.h"
 
 /*

@@ -10,7 +10,12 @@
  * posts point-to-point messages and hands finished sub-messages to the page guards. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_op.h"
+#include "tnbc_entry.h"
+#include "tnbc_node.h"
+#include "tnbc_stats.h"
+#include "tnbc_util.h"
+#include "mpir_pageguard.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -150,8 +155,8 @@ static int reads_send_sub(const MPIR_Tnbc_entry_t * e)
 static const void **self_fill(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int reads_recv)
 {
     MPIR_Tnbc_sched_t *s = &op->sched;
-    const char *send = args->send_packed ? args->send_packed : args->send_user;
-    const char *lo = args->recv_user, *hi = lo + s->recv_bytes;
+    const char *send = args->buf.send_packed ? args->buf.send_packed : args->buf.send_user;
+    const char *lo = args->buf.recv_user, *hi = lo + s->recv_bytes;
     const void **fill = NULL;
 
     if (!send || reads_recv)
@@ -192,12 +197,12 @@ static void setup_recv(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int want_e
         op->recv_mode = MPII_TNBC_RECV_NONE;
         return;
     }
-    if (args->recv_packed) {
+    if (args->buf.recv_packed) {
         op->recv_mode = MPII_TNBC_RECV_PACKED;
         op->recv_base = op->recv_tmp = MPL_malloc(s->recv_bytes, MPL_MEM_COLL);
         return;
     }
-    op->recv_user = args->recv_user;
+    op->recv_user = args->buf.recv_user;
     if (want_early) {
         int reads_recv = MPIR_Tnbc_sched_reads_recv(s);
         const void **fill = self_fill(op, args, reads_recv);
@@ -228,15 +233,15 @@ static int setup_send(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int early)
     MPIR_Tnbc_sched_t *s = &op->sched;
     int n = s->nsend_sub;
 
-    if (args->send_packed) {
+    if (args->buf.send_packed) {
         op->send_mode = MPII_TNBC_SEND_COPY;
-        op->send_copy = args->send_packed;
-        args->send_packed = NULL;
+        op->send_copy = args->buf.send_packed;
+        args->buf.send_packed = NULL;
         op->send_user = op->send_copy;
-    } else if (s->send_bytes == 0 || !args->send_user) {
+    } else if (s->send_bytes == 0 || !args->buf.send_user) {
         op->send_mode = MPII_TNBC_SEND_NONE;
     } else {
-        op->send_user = args->send_user;
+        op->send_user = args->buf.send_user;
         op->send_mode = MPII_TNBC_SEND_PLAIN;
     }
     op->send_src = MPL_calloc(n + 1, sizeof(char *), MPL_MEM_COLL);
@@ -495,23 +500,23 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     MPIR_Comm_add_ref(op->comm);
     op->sched = args->sched;
     MPIR_Tnbc_sched_init(&args->sched);
-    op->reduce_type = args->reduce_type;
-    op->reduce_op = args->reduce_op;
+    op->reduce_type = args->buf.reduce_type;
+    op->reduce_op = args->buf.reduce_op;
     op->t_start_ns = MPII_Tnbc_now_ns();
-    op->site = args->site;
-    op->on_done = args->on_done;
+    op->site = args->learn.site;
+    op->on_done = args->learn.on_done;
     op->outcome = MPIR_TNBC_EARLY;
-    if (args->trace)
-        op->outcome = args->sample ? MPIR_TNBC_SYNC_SAMPLE : MPIR_TNBC_SYNC_TRACE;
-    else if (args->recv_packed)
+    if (args->learn.trace)
+        op->outcome = args->learn.sample ? MPIR_TNBC_SYNC_SAMPLE : MPIR_TNBC_SYNC_TRACE;
+    else if (args->buf.recv_packed)
         op->outcome = MPIR_TNBC_SYNC_PACKED;
-    else if (args->small)
+    else if (args->ret.small)
         op->outcome = MPIR_TNBC_SYNC_SMALL;
-    else if (args->no_helper)
+    else if (args->ret.no_helper)
         op->outcome = MPIR_TNBC_SYNC_NO_HELPER;
-    else if (args->wait)
+    else if (args->ret.wait)
         op->outcome = MPIR_TNBC_SYNC_NO_GAIN;
-    op->gain = args->gain;
+    op->gain = args->ret.gain;
     op->blocked_at_start = MPII_Tnbc_stats_blocked_ns();
 
     mpi_errno = draw_tags(op);
@@ -525,7 +530,7 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
         op->work = MPL_malloc(op->sched.work_bytes, MPL_MEM_COLL);
         MPIR_ERR_CHKANDJUMP(!op->work, mpi_errno, MPI_ERR_OTHER, "**nomem");
         if (op->sched.reports)
-            fill_reports(op, args->access_pos);
+            fill_reports(op, args->arb.access_pos);
     }
     /* no memory for the counts: every body goes at once, as without a window */
     if (op->sched.body_window > 0 && op->sched.body_prio > 0)
@@ -541,8 +546,8 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
         MPIR_ERR_CHKANDJUMP(!op->send_src || !op->send_left, mpi_errno, MPI_ERR_OTHER, "**nomem");
         op->outcome = MPIR_TNBC_SYNC_NOMEM;
     }
-    setup_remote(op, args->access_pos ? args->access_pos[op->comm->rank] : -1,
-                 args->send_urgency);
+    setup_remote(op, args->arb.access_pos ? args->arb.access_pos[op->comm->rank] : -1,
+                 args->arb.send_urgency);
     op->setup_ns = MPII_Tnbc_now_ns() - t_setup;
 
     int made;

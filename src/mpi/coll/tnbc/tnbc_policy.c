@@ -145,8 +145,8 @@ int MPIR_Tnbc_parse_coll_list(const char *spec, uint32_t * mask, char *err, size
     return 0;
 }
 
-MPIR_Tnbc_decision_t MPIR_Tnbc_decide(const MPIR_Tnbc_policy_t * policy,
-                                      const MPIR_Tnbc_call_facts_t * facts)
+MPIR_Tnbc_decision_t MPIR_Tnbc_policy_decide(const MPIR_Tnbc_policy_t * policy,
+                                             const MPIR_Tnbc_call_facts_t * facts)
 {
     uint32_t bit = MPIR_TNBC_COLL_BIT(facts->coll);
 

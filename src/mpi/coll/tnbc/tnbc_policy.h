@@ -40,7 +40,7 @@ typedef enum {
 #define MPIR_TNBC_COLL_BIT(coll) ((uint32_t) 1 << (coll))
 #define MPIR_TNBC_COLL_ALL_MASK  (MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_COUNT) - 1)
 
-/* In the order MPIR_Tnbc_decide checks them: the first that applies is the reason. */
+/* In the order MPIR_Tnbc_policy_decide checks them: the first that applies is the reason. */
 typedef enum {
     MPIR_TNBC_ACCEPT = 0,
     MPIR_TNBC_DECLINE_DISABLED,         /* excluded by MPIR_CVAR_TNBC_COLLECTIVES */
@@ -118,7 +118,7 @@ const char *MPIR_Tnbc_outcome_name(MPIR_Tnbc_outcome_t outcome);
  * offending item in err. */
 int MPIR_Tnbc_parse_coll_list(const char *spec, uint32_t * mask, char *err, size_t errlen);
 
-MPIR_Tnbc_decision_t MPIR_Tnbc_decide(const MPIR_Tnbc_policy_t * policy,
-                                      const MPIR_Tnbc_call_facts_t * facts);
+MPIR_Tnbc_decision_t MPIR_Tnbc_policy_decide(const MPIR_Tnbc_policy_t * policy,
+                                             const MPIR_Tnbc_call_facts_t * facts);
 
 #endif /* TNBC_POLICY_H_INCLUDED */

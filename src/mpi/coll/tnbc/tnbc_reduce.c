@@ -12,7 +12,10 @@
  * MPI_IN_PLACE the input is copied first: the receive buffer is overwritten by the result. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_engine.h"
+#include "tnbc_entry.h"
+#include "tnbc_op.h"
+#include "tnbc_util.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -68,30 +71,28 @@ static MPIR_Tnbc_decision_t decide(const MPII_Tnbc_reduction_t * r, MPIR_Comm * 
 static int launch(MPII_Tnbc_start_t * args, const MPII_Tnbc_reduction_t * r, int sched_rc)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPII_Tnbc_op_t *op = NULL;
     MPI_Aint typesize;
 
     MPIR_ERR_CHKANDJUMP(sched_rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
     MPIR_Datatype_get_size_macro(r->datatype, typesize);
-    args->reduce_type = r->datatype;
-    args->reduce_op = r->op;
-    args->recv_user = r->no_result ? NULL : r->recvbuf;
+    args->buf.reduce_type = r->datatype;
+    args->buf.reduce_op = r->op;
+    args->buf.recv_user = r->no_result ? NULL : r->recvbuf;
     if (r->sendbuf == MPI_IN_PLACE) {
         /* the input is the receive buffer, which the result overwrites */
         size_t nbytes = (size_t) r->count_in * typesize;
-        args->send_packed = MPL_malloc(nbytes + 1, MPL_MEM_COLL);
-        MPIR_ERR_CHKANDJUMP(!args->send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
-        memcpy(args->send_packed, r->recvbuf, nbytes);
+        args->buf.send_packed = MPL_malloc(nbytes + 1, MPL_MEM_COLL);
+        MPIR_ERR_CHKANDJUMP(!args->buf.send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        memcpy(args->buf.send_packed, r->recvbuf, nbytes);
     } else {
-        args->send_user = r->sendbuf;
+        args->buf.send_user = r->sendbuf;
     }
-    mpi_errno = MPII_Tnbc_launch(args, &op);
+    /* never waits into a temporary space nor traces: nothing to unpack */
+    mpi_errno = MPII_Tnbc_run(args, NULL, NULL, NULL);
     MPIR_ERR_CHECK(mpi_errno);
-    if (op)
-        MPII_Tnbc_op_free(op);
 
   fn_exit:
-    MPL_free(args->send_packed);
+    MPL_free(args->buf.send_packed);
     MPIR_Tnbc_sched_free(&args->sched);
     return mpi_errno;
   fn_fail:
@@ -108,8 +109,8 @@ int MPIR_Tnbc_Allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_
     MPII_Tnbc_start_t args = {.coll = r.coll,.comm = comm_ptr };
 
     *tnbc_handled = 0;
-    MPII_TNBC_SETTLE(sendbuf, count, datatype);
-    MPII_TNBC_SETTLE(recvbuf, count, datatype);
+    MPIR_TNBC_SETTLE_BUF(sendbuf, count, datatype);
+    MPIR_TNBC_SETTLE_BUF(recvbuf, count, datatype);
     MPIR_Datatype_get_size_macro(datatype, typesize);
     size_t nbytes = count > 0 ? (size_t) count * typesize : 0;
     if (decide(&r, comm_ptr, nbytes) != MPIR_TNBC_ACCEPT)
@@ -139,8 +140,8 @@ int MPIR_Tnbc_Reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     MPII_Tnbc_start_t args = {.coll = r.coll,.comm = comm_ptr };
 
     *tnbc_handled = 0;
-    MPII_TNBC_SETTLE(sendbuf, count, datatype);
-    MPII_TNBC_SETTLE(recvbuf, count, datatype);
+    MPIR_TNBC_SETTLE_BUF(sendbuf, count, datatype);
+    MPIR_TNBC_SETTLE_BUF(recvbuf, count, datatype);
     /* erroneous, and the receive buffer off the root need not be memory */
     MPIR_ERR_CHKANDJUMP(rank != root && sendbuf == MPI_IN_PLACE, mpi_errno, MPI_ERR_BUFFER,
                         "**sendbuf_inplace");
@@ -173,7 +174,7 @@ static int reduce_scatter(MPIR_Tnbc_coll_t coll, const void *sendbuf, void *recv
     MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
 
     *tnbc_handled = 0;
-    MPII_TNBC_SETTLE_ALL();
+    MPIR_TNBC_SETTLE_ALL();
     MPIR_Datatype_get_size_macro(datatype, typesize);
     for (int k = 0; k < size; k++)
         total += recvcounts ? recvcounts[k] : blockcount;
@@ -222,8 +223,8 @@ static int scan(MPIR_Tnbc_coll_t coll, const void *sendbuf, void *recvbuf, MPI_A
     MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
 
     *tnbc_handled = 0;
-    MPII_TNBC_SETTLE(sendbuf, count, datatype);
-    MPII_TNBC_SETTLE(recvbuf, count, datatype);
+    MPIR_TNBC_SETTLE_BUF(sendbuf, count, datatype);
+    MPIR_TNBC_SETTLE_BUF(recvbuf, count, datatype);
     MPIR_Datatype_get_size_macro(datatype, typesize);
     size_t nbytes = count > 0 ? (size_t) count * typesize : 0;
     if (decide(&r, comm_ptr, nbytes) != MPIR_TNBC_ACCEPT)

@@ -14,7 +14,7 @@
  * The node graph and the plan are kept per communicator (tnbc_rm_comm.c). */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_stats.h"
 #include "tnbc_rm.h"
 
 /*

@@ -9,7 +9,7 @@
  * errors (tnbc_rm_call.c), the forwarder and receiving side of merged streams
  * (tnbc_rm_forward.c). Calls go one way: forms -> exchange -> forward -> call; comm is called by
  * forms and exchange, and by T-NBC's pairwise builder through MPII_Tnbc_rm_send_order
- * (tnbc_impl.h). */
+ * (tnbc_pairwise.h). */
 
 #ifndef TNBC_RM_H_INCLUDED
 #define TNBC_RM_H_INCLUDED

@@ -8,7 +8,6 @@
  * goes on, so that no process waits for a message that will not come). */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
 #include "tnbc_rm.h"
 
 void MPII_Tnbc_rm_note_error(MPII_Rm_call_t * c, int mpi_errno)

@@ -8,7 +8,9 @@
  * the last plan with the key it was made for. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_node.h"
+#include "tnbc_pairwise.h"
+#include "tnbc_stats.h"
 #include "tnbc_rm.h"
 
 /*

@@ -10,7 +10,8 @@
  * neighbourhood's are zero for ranks that are not neighbours. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_pairwise.h"
+#include "tnbc_stats.h"
 #include "tnbc_rm.h"
 
 /* A tuning file may choose the algorithm without its restriction: in place goes stock. */

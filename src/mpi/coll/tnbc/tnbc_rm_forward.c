@@ -9,7 +9,6 @@
  * posted. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
 #include "tnbc_rm.h"
 
 typedef struct {

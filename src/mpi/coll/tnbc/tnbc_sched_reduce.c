@@ -221,10 +221,61 @@ static int check_args(int rank, int size, size_t elem)
 }
 
 /* Allreduce or Reduce (root >= 0). */
+/* Reduce, after the reduce-scatter: every reduced chunk goes straight to the root. */
+static int chunks_to_root(MPIR_Tnbc_sched_t * s, int rank, int size, int root,
+                          const size_t * coff, const size_t * clen,
+                          const MPII_Tnbc_result_t * res)
+{
+    int idx;
+    if (rank != root && clen[rank]) {
+        MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, root, res->space, res->off,
+                                              clen[rank], size);
+        e.after = res->entry;
+        ADD(idx, e);
+    }
+    for (int c = 0; c < size && rank == root; c++) {
+        if (!clen[c] || c == rank)
+            continue;
+        MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_RECV, c, MPIR_TNBC_SPACE_RECV,
+                                              coff[c], clen[c], size);
+        e.sub = MPII_Tnbc_sched_recv_sub(s, coff[c], clen[c]);
+        ADD(idx, e);
+    }
+    return MPIR_TNBC_SCHED_OK;
+}
+
+/* Allreduce, after the reduce-scatter: the reduced chunks travel once more around the ring. */
+static int chunks_around_ring(MPIR_Tnbc_sched_t * s, int rank, int size, const size_t * coff,
+                              const size_t * clen, const MPII_Tnbc_result_t * res)
+{
+    int idx, prev_recv = -1;
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    for (int k = 0; k + 1 < size; k++) {
+        int sc = ((rank - k) % size + size) % size;
+        int rcv = ((rank - k - 1) % size + size) % size;
+        if (clen[sc]) {
+            MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, to,
+                                                  k == 0 ? res->space : MPIR_TNBC_SPACE_RECV,
+                                                  k == 0 ? res->off : coff[sc], clen[sc],
+                                                  size + k);
+            e.after = (k == 0) ? res->entry : prev_recv;
+            ADD(idx, e);
+        }
+        prev_recv = -1;
+        if (clen[rcv]) {
+            MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_RECV, from, MPIR_TNBC_SPACE_RECV,
+                                                  coff[rcv], clen[rcv], size + k);
+            e.sub = MPII_Tnbc_sched_recv_sub(s, coff[rcv], clen[rcv]);
+            ADD(prev_recv, e);
+        }
+    }
+    return MPIR_TNBC_SCHED_OK;
+}
+
 static int reduce_to(MPIR_Tnbc_sched_t * s, int rank, int size, int root, size_t nbytes,
                      size_t elem)
 {
-    int rc, idx;
+    int rc;
     size_t edge = edge_bytes(elem);
     size_t *coff = NULL, *clen = NULL;
     int needs_result = (root < 0 || root == rank);
@@ -254,59 +305,10 @@ static int reduce_to(MPIR_Tnbc_sched_t * s, int rank, int size, int root, size_t
     MPII_Tnbc_result_t res;
     if ((rc = ring_reduce_scatter(s, rank, size, coff, clen, 1, &res)))
         goto fn_exit;
-
-    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
-    if (root >= 0) {
-        /* Reduce: every chunk goes straight to the root */
-        if (rank != root && clen[rank]) {
-            MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, root, res.space, res.off,
-                                                  clen[rank], size);
-            e.after = res.entry;
-            if ((idx = add(s, e)) < 0) {
-                rc = idx;
-                goto fn_exit;
-            }
-        }
-        for (int c = 0; c < size && rank == root; c++) {
-            if (!clen[c] || c == rank)
-                continue;
-            MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_RECV, c, MPIR_TNBC_SPACE_RECV,
-                                                  coff[c], clen[c], size);
-            e.sub = MPII_Tnbc_sched_recv_sub(s, coff[c], clen[c]);
-            if ((idx = add(s, e)) < 0) {
-                rc = idx;
-                goto fn_exit;
-            }
-        }
-    } else {
-        /* Allreduce: the reduced chunks travel once more around the ring */
-        int prev_recv = -1;
-        for (int k = 0; k + 1 < size; k++) {
-            int sc = ((rank - k) % size + size) % size;
-            int rcv = ((rank - k - 1) % size + size) % size;
-            if (clen[sc]) {
-                MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_SEND, to,
-                                                      k == 0 ? res.space : MPIR_TNBC_SPACE_RECV,
-                                                      k == 0 ? res.off : coff[sc], clen[sc],
-                                                      size + k);
-                e.after = (k == 0) ? res.entry : prev_recv;
-                if ((idx = add(s, e)) < 0) {
-                    rc = idx;
-                    goto fn_exit;
-                }
-            }
-            prev_recv = -1;
-            if (clen[rcv]) {
-                MPIR_Tnbc_entry_t e = MPII_Tnbc_entry(MPIR_TNBC_RECV, from, MPIR_TNBC_SPACE_RECV,
-                                                      coff[rcv], clen[rcv], size + k);
-                e.sub = MPII_Tnbc_sched_recv_sub(s, coff[rcv], clen[rcv]);
-                if ((prev_recv = add(s, e)) < 0) {
-                    rc = prev_recv;
-                    goto fn_exit;
-                }
-            }
-        }
-    }
+    rc = root >= 0 ? chunks_to_root(s, rank, size, root, coff, clen, &res) :
+        chunks_around_ring(s, rank, size, coff, clen, &res);
+    if (rc < 0)
+        goto fn_exit;
     if (needs_result && clen[rank] && (rc = place_result(s, &res, coff[rank], clen[rank],
                                                          size)) < 0)
         goto fn_exit;

@@ -10,8 +10,16 @@
  * call that returned early is followed by one that must wait). */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_settle.h"
+#include "tnbc_access.h"
+#include "tnbc_engine.h"
+#include "tnbc_late_error.h"
+#include "tnbc_stats.h"
+#include "tnbc_util.h"
 #include "netmod_tnbc.h"
+#include "mpir_pageguard.h"
+
+#include <pthread.h>
 
 static int settle_until(int (*cond) (const void *), const void *arg)
 {
@@ -164,4 +172,37 @@ int MPIR_Tnbc_settle_requests(int count, MPIR_Request * const *requests)
     return mpi_errno;
   fn_fail:
     goto fn_exit;
+}
+
+/* fork() with collectives in flight: the child would inherit their guarded pages with no
+ * helper to bring the data (which comes to the parent only) and wait for ever on a touch. So
+ * fork() waits for everything first, and holds MPICH's lock until it returns, so that no
+ * other thread starts a collective in between. A thread inside MPICH cannot wait (MPICH does
+ * not fork). */
+static int atfork_registered;
+static MPL_TLS int fork_holds_lock;     /* the forking thread's */
+
+static void fork_prepare(void)
+{
+    if (!MPII_Tnbc_engine_started() || MPII_Tnbc_holds_global_lock())
+        return;
+    MPIR_TNBC_NOTE_APP_FRAMES();
+    MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    fork_holds_lock = 1;
+    int mpi_errno = MPIR_Tnbc_settle_all();
+    (void) mpi_errno;   /* a failed operation has opened its pages and raised its error */
+}
+
+static void fork_done(void)
+{
+    if (fork_holds_lock) {
+        fork_holds_lock = 0;
+        MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    }
+}
+
+void MPII_Tnbc_settle_at_fork(void)
+{
+    if (!atfork_registered)
+        atfork_registered = (pthread_atfork(fork_prepare, fork_done, fork_done) == 0);
 }

@@ -10,7 +10,8 @@
  * the per-process totals are MPI_T performance variables (category TNBC) for tools. */
 
 #include "mpiimpl.h"
-#include "tnbc_impl.h"
+#include "tnbc_stats.h"
+#include "mpir_pageguard.h"
 
 #include <inttypes.h>
 

@@ -1,0 +1,33 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* The engine (tnbc_engine.c): operations in flight, the helper thread, the one way every
+ * builder ends (MPII_Tnbc_run), and waiting from an application thread. */
+
+#ifndef TNBC_ENGINE_H_INCLUDED
+#define TNBC_ENGINE_H_INCLUDED
+
+#include "tnbc_op.h"
+
+/* Unpack a call's temporary receive space into the user's buffer (ctx: the caller's). */
+typedef int (*MPII_Tnbc_unpack_t) (const void *ctx, const void *packed);
+/* Launch a built call and finish it: with recv_packed, unpack (which must be given) copies the
+ * temporary receive space out; a trace run's receive buffer is kept guarded for its first
+ * touches at site. Every builder ends here. */
+int MPII_Tnbc_run(MPII_Tnbc_start_t * args, MPIR_Tnbc_site_t * site, MPII_Tnbc_unpack_t unpack,
+                  const void *ctx);
+/* Drive progress from the calling thread (which holds the global lock) until cond(arg). */
+int MPII_Tnbc_progress_until(int (*cond) (const void *), const void *arg);
+/* How often the calling thread holds MPICH's global lock (0: not at all). Signal-safe. */
+int MPII_Tnbc_holds_global_lock(void);
+/* The engine has started (a collective returned early, or waited through it, once). */
+int MPII_Tnbc_engine_started(void);
+/* 1 while an operation of the communicator is in flight. */
+int MPII_Tnbc_engine_uses_comm(const MPIR_Comm * comm);
+/* Free the operations the helper finished (an application thread, under the global lock). */
+void MPII_Tnbc_engine_reap(void);
+int MPII_Tnbc_engine_finalize(void);
+
+#endif /* TNBC_ENGINE_H_INCLUDED */
