@@ -10,7 +10,7 @@
  * progresses (a progress hook, active while the list is non-empty: the application's own
  * MPI_Wait or MPI_Test moves them too) and in the helper thread. The helper must not steal a
  * core from the application, so it sleeps whenever a round finds nothing to do: on the
- * network's event descriptor (MPIDI_NM_tnbc_arm: UCX's worker wakeup) and on an eventfd of
+ * network's event descriptor (MPID_Tnbc_arm: UCX's worker wakeup) and on an eventfd of
  * our own, which is signalled when an operation is launched, when a thread starts waiting in
  * the page-guard handler, when an application thread stops driving progress itself, and at
  * finalize. It never holds the global lock while it sleeps. Without a network descriptor it
@@ -26,7 +26,7 @@
 #include "tnbc_op.h"
 #include "tnbc_stats.h"
 #include "tnbc_util.h"
-#include "netmod_tnbc.h"
+#include "mpid_tnbc.h"
 #include "mpir_pageguard.h"
 
 
@@ -336,7 +336,7 @@ static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made, int *n
         /* our messages complete in the network's progress alone; MPICH's whole progress
          * engine would cost a second epoll_wait per round on TCP */
         if (engine.net_fd >= 0)
-            net_events = MPIDI_NM_tnbc_progress();
+            net_events = MPID_Tnbc_progress();
         else
             MPID_Progress_test(NULL);
         poll_all(made);
@@ -350,7 +350,7 @@ static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made, int *n
     else if (engine.net_fd < 0)
         next = MPII_HELPER_BACKOFF;
     else
-        next = MPIDI_NM_tnbc_arm(net_events == 0) ? MPII_HELPER_SLEEP_NET : MPII_HELPER_AGAIN;
+        next = MPID_Tnbc_arm(net_events == 0) ? MPII_HELPER_SLEEP_NET : MPII_HELPER_AGAIN;
     *held_out = engine.held;
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     *net_events_out = net_events;
@@ -534,18 +534,18 @@ static int engine_start(void)
         .before_wait = before_wait,.on_abort = cannot_wait_message,.on_wait = wake_helper,
         .staging_cache = MPIR_CVAR_TNBC_STAGING_CACHE > 0 ? MPIR_CVAR_TNBC_STAGING_CACHE : 0,
         .move_min = MPIR_CVAR_TNBC_LANDING_MOVE_MIN > 0 ? MPIR_CVAR_TNBC_LANDING_MOVE_MIN : 0,
-        .pages_replaced = MPIDI_NM_tnbc_pages_replaced
+        .pages_replaced = MPID_Tnbc_pages_replaced
     };
     int rc = MPIR_Pageguard_init(&cfg);
     if (rc != MPIR_PAGEGUARD_OK && MPIR_Process.rank == 0)
         fprintf(stderr, "[tnbc] page guards unavailable (%s): collectives wait in the call\n",
                 MPIR_Pageguard_strerror(rc));
-    if (!MPIDI_NM_tnbc_watch_unmaps(on_unmap) && MPIR_Process.rank == 0)
+    if (!MPID_Tnbc_watch_unmaps(on_unmap) && MPIR_Process.rank == 0)
         fprintf(stderr, "[tnbc] UCX memory events unavailable: do not unmap a buffer whose "
                 "collective is still in flight\n");
     engine.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     MPIR_ERR_CHKANDJUMP(engine.wake_fd < 0, mpi_errno, MPI_ERR_OTHER, "**fail");
-    engine.net_fd = MPIR_CVAR_TNBC_HELPER_WAKEUP ? MPIDI_NM_tnbc_event_fd() : -1;
+    engine.net_fd = MPIR_CVAR_TNBC_HELPER_WAKEUP ? MPID_Tnbc_event_fd() : -1;
     mpi_errno = MPIR_Progress_hook_register(poll_all, &engine.hook_id);
     MPIR_ERR_CHECK(mpi_errno);
     engine.started = 1;
@@ -573,7 +573,7 @@ static int app_sleep(uint64_t limit_ns)
         {.fd = engine.net_fd,.events = POLLIN}
     };
     struct timespec limit = {.tv_sec = 0,.tv_nsec = (long) limit_ns };
-    int armed = MPIDI_NM_tnbc_arm(0);
+    int armed = MPID_Tnbc_arm(0);
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     if (armed) {
         uint64_t t0 = MPII_Tnbc_now_ns();

@@ -27,7 +27,7 @@
 #include "tnbc_node.h"
 #include "tnbc_stats.h"
 #include "tnbc_util.h"
-#include "mpidu_shm.h"
+#include "mpid_tnbc.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -110,8 +110,9 @@ int MPII_Tnbc_node_init(void)
         goto fn_exit;
     attempted = 1;
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
-    mpi_errno = MPIDU_shm_alloc(node_comm, node_comm->local_size * sizeof(MPII_node_slot_t),
-                                &seg, &failed);
+    mpi_errno = MPID_Tnbc_node_segment_alloc(node_comm,
+                                             node_comm->local_size * sizeof(MPII_node_slot_t),
+                                             &seg, &failed);
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     MPIR_ERR_CHECK(mpi_errno);
     if (failed)
@@ -130,7 +131,7 @@ int MPII_Tnbc_node_init(void)
 void MPII_Tnbc_node_finalize(void)
 {
     if (node.slots) {
-        MPIDU_shm_free(node.slots);
+        MPID_Tnbc_node_segment_free(node.slots);
         node.slots = NULL;
         node.owner = NULL;
     }

@@ -16,7 +16,7 @@
 #include "tnbc_late_error.h"
 #include "tnbc_stats.h"
 #include "tnbc_util.h"
-#include "netmod_tnbc.h"
+#include "mpid_tnbc.h"
 #include "mpir_pageguard.h"
 
 #include <pthread.h>
@@ -163,7 +163,7 @@ int MPIR_Tnbc_settle_requests(int count, MPIR_Request * const *requests)
         if (requests[i]->kind == MPIR_REQUEST_KIND__PREQUEST_COLL)
             /* a persistent collective's schedule keeps its buffers out of reach */
             mpi_errno = MPIR_Tnbc_settle_all();
-        else if (MPIDI_NM_tnbc_request_buffer(requests[i], &buf, &n, &datatype))
+        else if (MPID_Tnbc_request_buffer(requests[i], &buf, &n, &datatype))
             mpi_errno = MPIR_Tnbc_settle_buf(buf, n, datatype);
         MPIR_ERR_CHECK(mpi_errno);
     }

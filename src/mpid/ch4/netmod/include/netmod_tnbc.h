@@ -3,10 +3,10 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* What the T-NBC family (src/mpi/coll/tnbc) needs from the network module: a file descriptor
- * on which its helper thread can sleep until the network has news, a word before memory goes
- * away, and the buffers of requests made earlier. Implemented by the UCX netmod
- * (ucx_tnbc.c). */
+/* What ch4's side of T-NBC's device interface (src/mpid/ch4/src/ch4_tnbc.c, for mpid_tnbc.h)
+ * needs from the network module: a file descriptor on which T-NBC's helper thread can sleep
+ * until the network has news, and a word before memory goes away or changes pages.
+ * Implemented by the UCX netmod (ucx_tnbc.c). */
 
 #ifndef NETMOD_TNBC_H_INCLUDED
 #define NETMOD_TNBC_H_INCLUDED
@@ -38,10 +38,5 @@ int MPIDI_NM_tnbc_watch_unmaps(void (*cb) (void *addr, size_t len));
  * an unmap event, so the callback of MPIDI_NM_tnbc_watch_unmaps sees it too. Returns 0 when
  * the network layer cannot be told. */
 int MPIDI_NM_tnbc_pages_replaced(void *addr, size_t len);
-
-/* The buffer a persistent point-to-point or partitioned request was made with: 1 and the
- * arguments, or 0 for other requests. */
-int MPIDI_NM_tnbc_request_buffer(MPIR_Request * req, const void **buf, MPI_Aint * count,
-                                 MPI_Datatype * datatype);
 
 #endif /* NETMOD_TNBC_H_INCLUDED */

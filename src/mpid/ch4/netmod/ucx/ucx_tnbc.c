@@ -86,27 +86,3 @@ int MPIDI_NM_tnbc_pages_replaced(void *addr, size_t len)
     vm_munmap(addr, len);
     return 1;
 }
-
-/* ---- requests made earlier ---- */
-
-int MPIDI_NM_tnbc_request_buffer(MPIR_Request * req, const void **buf, MPI_Aint * count,
-                                 MPI_Datatype * datatype)
-{
-    switch (req->kind) {
-        case MPIR_REQUEST_KIND__PREQUEST_SEND:
-        case MPIR_REQUEST_KIND__PREQUEST_RECV:
-            *buf = MPIDI_PREQUEST(req, buffer);
-            *count = MPIDI_PREQUEST(req, count);
-            *datatype = MPIDI_PREQUEST(req, datatype);
-            return 1;
-        case MPIR_REQUEST_KIND__PART_SEND:
-        case MPIR_REQUEST_KIND__PART_RECV:
-            /* the count is per partition */
-            *buf = MPIDI_PART_REQUEST(req, buffer);
-            *count = MPIDI_PART_REQUEST(req, count) * req->u.part.partitions;
-            *datatype = MPIDI_PART_REQUEST(req, datatype);
-            return 1;
-        default:
-            return 0;
-    }
-}
