@@ -8,6 +8,8 @@
 AM_CPPFLAGS += -I$(top_srcdir)/src/util/mpir_pageguard
 
 mpi_core_sources += \
+    src/util/mpir_pageguard/pageguard_state.c \
+    src/util/mpir_pageguard/pageguard_register.c \
     src/util/mpir_pageguard/pageguard_fault.c \
     src/util/mpir_pageguard/pageguard_init.c \
     src/util/mpir_pageguard/pageguard_region.c \

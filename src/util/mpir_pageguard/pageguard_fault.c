@@ -3,9 +3,10 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* The SIGSEGV side: our handler, chaining to the previous one, detecting replacement, and the
- * futex the handler waits on. Everything reached from the handler is async-signal-safe: atomics,
- * clock_gettime, futex, mprotect, sigaction; no allocation and no lock. */
+/* The SIGSEGV side: our handler, chaining to the previous one, detecting replacement, the
+ * futex the handler waits on (pageguard_region.c wakes it), and the threads' signal stacks.
+ * Everything reached from the handler is async-signal-safe: atomics, clock_gettime, futex,
+ * mprotect, sigaction; no allocation and no lock. */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -62,17 +63,6 @@ static void futex_wait(_Atomic unsigned int *word, unsigned int expected)
     /* Bounded, so a missed wake-up can only cost a little time. */
     struct timespec timeout = { 0, 50 * 1000 * 1000 };
     syscall(SYS_futex, (unsigned int *) word, FUTEX_WAIT_PRIVATE, expected, &timeout, NULL, 0);
-}
-
-void MPII_Pageguard_wake(MPIR_Pageguard_region_t * region)
-{
-    atomic_fetch_add(&MPII_pageguard.changes, 1);
-    /* seq_cst order: a waiter that announced itself after our load of waiters sees the page
-     * released before it sleeps. */
-    atomic_fetch_add(&region->seq, 1);
-    if (atomic_load(&region->waiters) > 0)
-        syscall(SYS_futex, (unsigned int *) &region->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
-                NULL, 0);
 }
 
 /* The handler we chain to, replaced while the handler may read it: writers take turns on a
@@ -308,15 +298,6 @@ void MPIR_Pageguard_note_data_event(uint64_t time_ns)
     atomic_store_explicit(&MPII_pageguard.data_event_ns, time_ns, memory_order_relaxed);
 }
 
-/* This thread's stack, known once it registered a region (MPII_Pageguard_ensure_altstack). */
-static __thread uintptr_t stack_lo __attribute__ ((tls_model("initial-exec")));
-static __thread uintptr_t stack_hi __attribute__ ((tls_model("initial-exec")));
-
-int MPII_Pageguard_on_own_stack(uintptr_t lo, uintptr_t hi)
-{
-    return lo < stack_hi && hi > stack_lo;
-}
-
 static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page)
 {
     atomic_fetch_add(&MPII_pageguard.faults, 1);
@@ -337,7 +318,7 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
          * that buffer any more. (A send page is still being read by the network: it is not
          * given up.) */
         if (verdict == MPIR_PAGEGUARD_CANNOT_WAIT_NEW_FRAME && r->kind == MPIR_PAGEGUARD_RECV &&
-            addr >= stack_lo && addr < stack_hi) {
+            MPII_Pageguard_on_own_stack(addr, addr + 1)) {
             if (MPII_Pageguard_forget_page(r, page))
                 MPII_Pageguard_wake(r);
             else
@@ -494,6 +475,8 @@ static void altstack_free(void *mem)
 {
     /* the exiting thread's frames, and a thread that gets this stack next, must not run onto
      * pages still guarded: receive data there is unwanted, send data must leave first */
+    uintptr_t stack_lo, stack_hi;
+    MPII_Pageguard_own_stack(&stack_lo, &stack_hi);
     if (stack_hi > stack_lo) {
         MPIR_Pageguard_forget_recv((void *) stack_lo, stack_hi - stack_lo);
         MPIR_Pageguard_guarded_pages((void *) stack_lo, stack_hi - stack_lo,
@@ -510,26 +493,12 @@ static void altstack_key_create(void)
     pthread_key_create(&altstack_key, altstack_free);
 }
 
-static void note_stack_bounds(void)
-{
-    pthread_attr_t attr;
-    void *lo;
-    size_t len;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0)
-        return;
-    if (pthread_attr_getstack(&attr, &lo, &len) == 0) {
-        stack_lo = (uintptr_t) lo;
-        stack_hi = (uintptr_t) lo + len;
-    }
-    pthread_attr_destroy(&attr);
-}
-
 void MPII_Pageguard_ensure_altstack(void)
 {
     stack_t now;
     if (altstack_done)
         return;
-    note_stack_bounds();
+    MPII_Pageguard_note_stack_bounds();
     if (sigaltstack(NULL, &now) != 0)
         return;
     if (!(now.ss_flags & SS_DISABLE)) {
@@ -555,40 +524,4 @@ void MPII_Pageguard_ensure_altstack(void)
 int MPIR_Pageguard_waiting(void)
 {
     return atomic_load(&MPII_pageguard.waiting);
-}
-
-size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard_touch_t touch)
-{
-    uintptr_t lo = (uintptr_t) addr, hi = lo + len;
-    size_t ps = MPII_pageguard.pagesize, found = 0;
-
-    /* our own page move announces itself as an unmap (pageguard_move.c) */
-    if (len == 0 || !atomic_load(&MPII_pageguard.on) || MPII_Pageguard_replacing ||
-        lo >= atomic_load(&MPII_pageguard.span_hi) || hi <= atomic_load(&MPII_pageguard.span_lo))
-        return 0;
-    for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
-        MPII_Pageguard_slot_t *slot = &MPII_pageguard.slots[i];
-        MPIR_Pageguard_region_t *r = MPII_Pageguard_slot_enter(slot);
-        if (!r)
-            continue;
-        uintptr_t rend = r->gbase + r->npages * ps;
-        if (lo < rend && hi > r->gbase && atomic_load(&r->unreleased) > 0) {
-            size_t first = (lo > r->gbase ? lo - r->gbase : 0) / ps;
-            size_t last = ((hi < rend ? hi : rend) - r->gbase - 1) / ps;
-            for (size_t p = first; p <= last; p++) {
-                if (!MPII_Pageguard_page_waits(atomic_load(&r->page_state[p])))
-                    continue;
-                found++;
-                /* the fault handler waits for the page; a no-op atomic add is a write access
-                 * that cannot lose a concurrent store of another thread */
-                volatile unsigned char *b = (unsigned char *) (r->gbase + p * ps);
-                if (touch == MPIR_PAGEGUARD_TOUCH_WRITE)
-                    __atomic_fetch_add((unsigned char *) b, 0, __ATOMIC_RELAXED);
-                else if (touch == MPIR_PAGEGUARD_TOUCH_READ)
-                    (void) *b;
-            }
-        }
-        MPII_Pageguard_slot_leave(slot);
-    }
-    return found;
 }

@@ -23,24 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-MPII_Pageguard_global_t MPII_pageguard = {
-    .mem_fd = -1,
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-};
-
-uint64_t MPII_Pageguard_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);        /* async-signal-safe */
-    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-int MPII_Pageguard_mprotect(uintptr_t addr, size_t len, int prot)
-{
-    atomic_fetch_add(&MPII_pageguard.mprotect_calls, 1);
-    return mprotect((void *) addr, len, prot);
-}
-
 static long read_long_file(const char *path, long dflt)
 {
     long value = dflt;
@@ -90,43 +72,6 @@ static int open_landing_fd(size_t pagesize)
         close(fd);
         return -1;
     }
-    return fd;
-}
-
-/* The landing descriptor, checked before each use: the program may have closed it (closefrom,
- * close_range) and opened a file of its own under the same number, or be a child of fork(),
- * whose inherited copy writes into the parent. Then a new one is opened; the old number, if
- * the program closed it, is the program's now (a fork child closes its inherited copy). The
- * check cannot see a close and reuse between it and the write (README.tnbc). */
-int MPII_Pageguard_landing_fd(void)
-{
-    static pthread_mutex_t reopen_lock = PTHREAD_MUTEX_INITIALIZER;
-    struct stat now;
-    int fd = atomic_load(&MPII_pageguard.mem_fd);
-    pid_t pid = getpid();
-    if (fd >= 0 && MPII_pageguard.mem_pid == pid && fstat(fd, &now) == 0 &&
-        now.st_dev == MPII_pageguard.mem_dev && now.st_ino == MPII_pageguard.mem_ino)
-        return fd;
-    pthread_mutex_lock(&reopen_lock);
-    if (atomic_load(&MPII_pageguard.mem_fd) == fd) {
-        /* a fork child's inherited copy, if the child has not closed and reused the number */
-        if (fd >= 0 && MPII_pageguard.mem_pid != pid && fstat(fd, &now) == 0 &&
-            now.st_dev == MPII_pageguard.mem_dev && now.st_ino == MPII_pageguard.mem_ino)
-            close(fd);
-        int fresh = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-        if (fresh >= 0 && fstat(fresh, &now) != 0) {
-            close(fresh);
-            fresh = -1;
-        }
-        if (fresh >= 0) {
-            MPII_pageguard.mem_pid = pid;
-            MPII_pageguard.mem_dev = now.st_dev;
-            MPII_pageguard.mem_ino = now.st_ino;
-        }
-        atomic_store(&MPII_pageguard.mem_fd, fresh);
-    }
-    fd = atomic_load(&MPII_pageguard.mem_fd);
-    pthread_mutex_unlock(&reopen_lock);
     return fd;
 }
 

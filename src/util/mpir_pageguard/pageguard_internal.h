@@ -184,45 +184,70 @@ int MPII_Pageguard_mapping_by_text(uintptr_t addr, uintptr_t * start, uintptr_t 
 int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintptr_t hi,
                            int *prot);
 
-/* Give up guarded page p of a receive region: accessible now, never landed, counted; 1 if it
- * was guarded. Callers wake the waiters. Signal-safe (atomics and mprotect). */
-int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p);
-/* Land whole pages [lo, hi) of receive region r (page aligned, inside one complete sub-message,
- * every page claimed for landing; r->lock held) by moving staging's pages there (pageguard_move.c).
- * Returns 1 when they moved (they are open and released now), 0 when they must be copied. */
-int MPII_Pageguard_move_run(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi);
-/* Set while this thread announces a move: the unmap event that raises is not the program's. */
-extern __thread int MPII_Pageguard_replacing __attribute__ ((tls_model("initial-exec")));
-/* [lo, hi) overlaps the calling thread's stack, as noted when it registered a region. */
-int MPII_Pageguard_on_own_stack(uintptr_t lo, uintptr_t hi);
-/* Give back r's spare reservation (free_region). */
-void MPII_Pageguard_move_done(MPIR_Pageguard_region_t * r);
-int MPII_Pageguard_install_handler(void);
-int MPII_Pageguard_landing_fd(void);
+/* ---- the bottom (pageguard_state.c; pageguard_libc.c under it) ---- */
+
 /* The definition of libc function name that our interposed one forwards to, whatever the load
  * order; NULL only if libc has none (pageguard_libc.c). Not async-signal-safe. */
 void *MPII_Pageguard_next_definition(const char *name);
-/* libc's pwrite, past our own wrapper: the landing writes from staging, never guarded
- * (pageguard_syscalls.c). */
-ssize_t MPII_Pageguard_libc_pwrite(int fd, const void *buf, size_t count, off_t off);
-int MPII_Pageguard_is_our_handler(const struct sigaction *sa);
-/* The handler foreign faults go to: a copy, and its replacement (pageguard_fault.c). */
-void MPII_Pageguard_get_previous(struct sigaction *sa);
-void MPII_Pageguard_set_previous(const struct sigaction *sa);
-/* The C library's sigaction, past our own (pageguard_signal.c). */
+/* The C library's sigaction and pwrite, past our own wrappers (the landing writes from
+ * staging, never guarded). */
 int MPII_Pageguard_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-/* Give the calling thread an alternate signal stack for the handler, if it has none. */
-void MPII_Pageguard_ensure_altstack(void);
+ssize_t MPII_Pageguard_libc_pwrite(int fd, const void *buf, size_t count, off_t off);
+uint64_t MPII_Pageguard_now_ns(void);
+int MPII_Pageguard_mprotect(uintptr_t addr, size_t len, int prot);
+/* The descriptor on /proc/self/mem, opened again when the program closed it or forked. */
+int MPII_Pageguard_landing_fd(void);
+/* Note the calling thread's stack (when it registers a region); [lo, hi) overlaps it; its
+ * bounds (0, 0 when not noted). */
+void MPII_Pageguard_note_stack_bounds(void);
+int MPII_Pageguard_on_own_stack(uintptr_t lo, uintptr_t hi);
+void MPII_Pageguard_own_stack(uintptr_t * lo, uintptr_t * hi);
+
+/* ---- beside it: staging (pageguard_staging.c) ---- */
+
 /* Staging memory of at least len bytes (page multiple), from the cache or a new mapping;
  * *mapped_len is what to hand back. NULL when mmap fails. */
 void *MPII_Pageguard_staging_get(size_t len, size_t * mapped_len);
 void MPII_Pageguard_staging_put(void *mem, size_t len);
 void MPII_Pageguard_staging_drain(void);
-void MPII_Pageguard_uninstall_handler(void);
+
+/* ---- moving pages (pageguard_move.c) ---- */
+
+/* Land whole pages [lo, hi) of receive region r (page aligned, inside one complete sub-message,
+ * every page claimed for landing; r->lock held) by moving staging's pages there.
+ * Returns 1 when they moved (they are open and released now), 0 when they must be copied. */
+int MPII_Pageguard_move_run(MPIR_Pageguard_region_t * r, uintptr_t lo, uintptr_t hi);
+/* Set while this thread announces a move: the unmap event that raises is not the program's. */
+extern __thread int MPII_Pageguard_replacing __attribute__ ((tls_model("initial-exec")));
+/* Give back r's spare reservation (free_region). */
+void MPII_Pageguard_move_done(MPIR_Pageguard_region_t * r);
+
+/* ---- regions (pageguard_region.c) ---- */
+
+/* Protect a region (MPIR_Pageguard_register_filled without the handler and stack checks,
+ * pageguard_register.c does those). */
+int MPII_Pageguard_region_add(void *addr, size_t len, int nsub, const size_t * sub_off,
+                              const size_t * sub_len, const void *const *fill,
+                              MPIR_Pageguard_kind_t kind, int flags,
+                              MPIR_Pageguard_region_t ** region);
+/* Give up guarded page p of a receive region: accessible now, never landed, counted; 1 if it
+ * was guarded. Callers wake the waiters. Signal-safe (atomics and mprotect). */
+int MPII_Pageguard_forget_page(MPIR_Pageguard_region_t * r, size_t p);
+/* The threads waiting in the handler for a page of region look again. Signal-safe. */
 void MPII_Pageguard_wake(MPIR_Pageguard_region_t * region);
-uint64_t MPII_Pageguard_now_ns(void);
-int MPII_Pageguard_mprotect(uintptr_t addr, size_t len, int prot);
 int MPII_Pageguard_sub_pages(const MPIR_Pageguard_region_t * r, int k, size_t * first,
                              size_t * last);
+
+/* ---- the SIGSEGV side (pageguard_fault.c) ---- */
+
+int MPII_Pageguard_install_handler(void);
+void MPII_Pageguard_uninstall_handler(void);
+int MPII_Pageguard_is_our_handler(const struct sigaction *sa);
+/* The handler foreign faults go to: a copy, and its replacement. */
+void MPII_Pageguard_get_previous(struct sigaction *sa);
+void MPII_Pageguard_set_previous(const struct sigaction *sa);
+/* Give the calling thread an alternate signal stack for the handler, if it has none, and note
+ * its stack. */
+void MPII_Pageguard_ensure_altstack(void);
 
 #endif /* PAGEGUARD_INTERNAL_H_INCLUDED */

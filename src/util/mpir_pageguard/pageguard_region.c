@@ -4,8 +4,9 @@
  */
 
 /* Guarded regions: registration (validate, reserve mappings, protect), landing and release on
- * completion, first-touch queries, removal. Runs on the application and progress side, never in
- * the signal handler. */
+ * completion, first-touch queries, which pages of a range still wait, removal. Runs on the
+ * application and progress side, never in the signal handler; calls nothing of the fault side
+ * (pageguard_fault.c), which calls it. */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -13,10 +14,13 @@
 #include "pageguard_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static uintptr_t round_down(uintptr_t x, size_t ps)
@@ -201,6 +205,18 @@ static void shrink_span(void)
     atomic_store(&MPII_pageguard.span_hi, hi);
 }
 
+/* The threads waiting in the handler for a page of region look again. */
+void MPII_Pageguard_wake(MPIR_Pageguard_region_t * region)
+{
+    atomic_fetch_add(&MPII_pageguard.changes, 1);
+    /* seq_cst order: a waiter that announced itself after our load of waiters sees the page
+     * released before it sleeps. */
+    atomic_fetch_add(&region->seq, 1);
+    if (atomic_load(&region->waiters) > 0)
+        syscall(SYS_futex, (unsigned int *) &region->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+                NULL, 0);
+}
+
 /* Hide the region from the handler, wait until no handler looks at it, give back its slot and
  * its share of the mapping budget. */
 static void retire_slot(MPIR_Pageguard_region_t * r)
@@ -220,14 +236,6 @@ static void retire_slot(MPIR_Pageguard_region_t * r)
     shrink_span();
     r->slot = -1;
     pthread_mutex_unlock(&MPII_pageguard.lock);
-}
-
-int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub_off,
-                            const size_t * sub_len, MPIR_Pageguard_kind_t kind, int flags,
-                            MPIR_Pageguard_region_t ** region)
-{
-    return MPIR_Pageguard_register_filled(addr, len, nsub, sub_off, sub_len, NULL, kind, flags,
-                                          region);
 }
 
 /* Sub-messages given in fill[] are complete at registration: they count for no page, and a
@@ -273,7 +281,6 @@ static int check_request(void *addr, size_t len, int nsub, const size_t * sub_of
     uintptr_t guard_hi = round_down((uintptr_t) addr + len, ps);
     if (guard_lo >= guard_hi)
         return MPIR_PAGEGUARD_ERR_NOTHING;
-    MPII_Pageguard_ensure_altstack();
     if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE) &&
         MPII_pageguard.mem_fd < 0)
         return MPIR_PAGEGUARD_ERR_LANDING;
@@ -431,17 +438,15 @@ static int arm(MPIR_Pageguard_region_t * r, const void *const *fill)
     return rc;
 }
 
-int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_t * sub_off,
-                                   const size_t * sub_len, const void *const *fill,
-                                   MPIR_Pageguard_kind_t kind, int flags,
-                                   MPIR_Pageguard_region_t ** region)
+int MPII_Pageguard_region_add(void *addr, size_t len, int nsub, const size_t * sub_off,
+                              const size_t * sub_len, const void *const *fill,
+                              MPIR_Pageguard_kind_t kind, int flags,
+                              MPIR_Pageguard_region_t ** region)
 {
     int rc, open_prot;
     MPIR_Pageguard_region_t *r = NULL;
 
     *region = NULL;
-    if (!atomic_load(&MPII_pageguard.on) || !MPIR_Pageguard_check_handler())
-        return MPIR_PAGEGUARD_ERR_OFF;
     rc = check_request(addr, len, nsub, sub_off, sub_len, fill, kind, flags, &open_prot);
     if (rc)
         goto fn_fail;
@@ -761,4 +766,40 @@ int MPIR_Pageguard_unregister(MPIR_Pageguard_region_t * r)
     retire_slot(r);
     free_region(r);
     return MPIR_PAGEGUARD_OK;
+}
+
+size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard_touch_t touch)
+{
+    uintptr_t lo = (uintptr_t) addr, hi = lo + len;
+    size_t ps = MPII_pageguard.pagesize, found = 0;
+
+    /* our own page move announces itself as an unmap (pageguard_move.c) */
+    if (len == 0 || !atomic_load(&MPII_pageguard.on) || MPII_Pageguard_replacing ||
+        lo >= atomic_load(&MPII_pageguard.span_hi) || hi <= atomic_load(&MPII_pageguard.span_lo))
+        return 0;
+    for (int i = 0; i < MPII_PAGEGUARD_MAX_REGIONS; i++) {
+        MPII_Pageguard_slot_t *slot = &MPII_pageguard.slots[i];
+        MPIR_Pageguard_region_t *r = MPII_Pageguard_slot_enter(slot);
+        if (!r)
+            continue;
+        uintptr_t rend = r->gbase + r->npages * ps;
+        if (lo < rend && hi > r->gbase && atomic_load(&r->unreleased) > 0) {
+            size_t first = (lo > r->gbase ? lo - r->gbase : 0) / ps;
+            size_t last = ((hi < rend ? hi : rend) - r->gbase - 1) / ps;
+            for (size_t p = first; p <= last; p++) {
+                if (!MPII_Pageguard_page_waits(atomic_load(&r->page_state[p])))
+                    continue;
+                found++;
+                /* the fault handler waits for the page; a no-op atomic add is a write access
+                 * that cannot lose a concurrent store of another thread */
+                volatile unsigned char *b = (unsigned char *) (r->gbase + p * ps);
+                if (touch == MPIR_PAGEGUARD_TOUCH_WRITE)
+                    __atomic_fetch_add((unsigned char *) b, 0, __ATOMIC_RELAXED);
+                else if (touch == MPIR_PAGEGUARD_TOUCH_READ)
+                    (void) *b;
+            }
+        }
+        MPII_Pageguard_slot_leave(slot);
+    }
+    return found;
 }

@@ -22,10 +22,10 @@
 #include <errno.h>
 #include <string.h>
 
-/* libc's (or the next library's) functions (pageguard_libc.c), looked up before the program's
- * threads start, or at first use by a constructor that runs before ours */
+/* libc's (or the next library's) mask functions (pageguard_libc.c; its sigaction is
+ * pageguard_state.c's), looked up before the program's threads start, or at first use by a
+ * constructor that runs before ours */
 static struct {
-    int (*sigaction) (int, const struct sigaction *, struct sigaction *);
     int (*sigprocmask) (int, const sigset_t *, sigset_t *);
     int (*pthread_sigmask) (int, const sigset_t *, sigset_t *);
     int resolved;               /* looked up (a function libc lacks stays NULL) */
@@ -34,8 +34,6 @@ static struct {
 __attribute__ ((constructor))
 static void resolve_libc_signal(void)
 {
-    libc_signal.sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
-        MPII_Pageguard_next_definition("sigaction");
     libc_signal.sigprocmask = (int (*)(int, const sigset_t *, sigset_t *))
         MPII_Pageguard_next_definition("sigprocmask");
     libc_signal.pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))
@@ -47,15 +45,6 @@ static void resolve_libc_signal(void)
  * ENOSYS: NULL is never called). */
 #define MPII_SIGNAL_NEXT(fn_) \
     ((libc_signal.resolved ? (void) 0 : resolve_libc_signal()), libc_signal.fn_)
-
-int MPII_Pageguard_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-    if (!MPII_SIGNAL_NEXT(sigaction)) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return libc_signal.sigaction(sig, act, old);
-}
 
 static inline int guards_on(void)
 {

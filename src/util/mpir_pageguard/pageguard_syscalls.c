@@ -150,11 +150,6 @@ typedef ssize_t(*srto_fn) (int, void *, size_t, int, void *, socklen_t *);
 typedef ssize_t(*msg_fn) (int, void *, int);
 typedef size_t(*stdio_fn) (void *, size_t, size_t, FILE *);
 
-ssize_t MPII_Pageguard_libc_pwrite(int fd, const void *buf, size_t count, off_t off)
-{
-    MPII_CALL_NEXT(NEXT_PWRITE64, prw_fn, fd, (void *) buf, count, off);
-}
-
 MPII_PAGEGUARD_EXPORT ssize_t read(int fd, void *buf, size_t count)
 {
     settle(buf, count, 1);

@@ -1,0 +1,34 @@
+/*
+ * Copyright (C) by the mpich-tnbc authors
+ *     See COPYRIGHT in top-level directory
+ */
+
+/* Registration, the page guards' way in: our SIGSEGV handler must still be the one installed
+ * (or be installed again), and the registering thread needs a signal stack of its own, before
+ * a region (pageguard_region.c) protects anything. */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "pageguard_internal.h"
+
+int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_t * sub_off,
+                                   const size_t * sub_len, const void *const *fill,
+                                   MPIR_Pageguard_kind_t kind, int flags,
+                                   MPIR_Pageguard_region_t ** region)
+{
+    *region = NULL;
+    if (!atomic_load(&MPII_pageguard.on) || !MPIR_Pageguard_check_handler())
+        return MPIR_PAGEGUARD_ERR_OFF;
+    MPII_Pageguard_ensure_altstack();
+    return MPII_Pageguard_region_add(addr, len, nsub, sub_off, sub_len, fill, kind, flags,
+                                     region);
+}
+
+int MPIR_Pageguard_register(void *addr, size_t len, int nsub, const size_t * sub_off,
+                            const size_t * sub_len, MPIR_Pageguard_kind_t kind, int flags,
+                            MPIR_Pageguard_region_t ** region)
+{
+    return MPIR_Pageguard_register_filled(addr, len, nsub, sub_off, sub_len, NULL, kind, flags,
+                                          region);
+}
