@@ -146,6 +146,12 @@ void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats);
 /* stall_ns alone, without the lock */
 uint64_t MPIR_Pageguard_stall_ns(void);
 
+/* sigaction as the program must see it (libmpi's sigaction calls this): for SIGSEGV the
+ * program's handler is kept behind ours while the guards are on, and no handler gets SIGSEGV
+ * in its mask; otherwise libc's. */
+struct sigaction;
+int MPIR_Pageguard_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
 /* Check that our SIGSEGV handler is still the installed one; acts on config.on_replaced.
  * Returns 1 when guards may be used. Called by MPIR_Pageguard_register too. */
 int MPIR_Pageguard_check_handler(void);

@@ -139,6 +139,33 @@ void MPII_Pageguard_uninstall_handler(void)
     }
 }
 
+/* sigaction while the guards are on: for SIGSEGV the program's handler goes behind ours (the
+ * one foreign faults are passed to) and reading gives what the program installed; no handler
+ * gets SIGSEGV in its mask. Without the guards, libc's. */
+int MPIR_Pageguard_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    int on = atomic_load_explicit(&MPII_pageguard.on, memory_order_relaxed);
+    if (on && sig == SIGSEGV) {
+        struct sigaction now;
+        if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) == 0 &&
+            MPII_Pageguard_is_our_handler(&now)) {
+            struct sigaction before;
+            MPII_Pageguard_get_previous(&before);
+            if (act && !MPII_Pageguard_is_our_handler(act))
+                MPII_Pageguard_set_previous(act);
+            if (old)
+                *old = before;
+            return 0;
+        }
+    }
+    if (on && act && sigismember(&act->sa_mask, SIGSEGV)) {
+        struct sigaction unmasked = *act;
+        sigdelset(&unmasked.sa_mask, SIGSEGV);
+        return MPII_Pageguard_real_sigaction(sig, &unmasked, old);
+    }
+    return MPII_Pageguard_real_sigaction(sig, act, old);
+}
+
 int MPIR_Pageguard_check_handler(void)
 {
     struct sigaction now;

@@ -12,7 +12,8 @@
  *    sigprocmask() and pthread_sigmask() leave SIGSEGV unblocked, and handlers installed with
  *    sigaction() do not get it in their mask. A synchronous fault cannot be blocked anyway (the
  *    kernel kills instead); only a SIGSEGV sent with kill(2) now arrives instead of pending.
- * With the guards off they go straight to the next definitions (libc's). */
+ * With the guards off they go straight to the next definitions (libc's). The SIGSEGV logic is
+ * the page guards' (MPIR_Pageguard_sigaction); this file only stands in for libc. */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -46,32 +47,9 @@ static void resolve_libc_signal(void)
 #define MPII_SIGNAL_NEXT(fn_) \
     ((libc_signal.resolved ? (void) 0 : resolve_libc_signal()), libc_signal.fn_)
 
-static inline int guards_on(void)
-{
-    return atomic_load_explicit(&MPII_pageguard.on, memory_order_relaxed);
-}
-
 MPII_PAGEGUARD_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    if (guards_on() && sig == SIGSEGV) {
-        struct sigaction now;
-        if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) == 0 &&
-            MPII_Pageguard_is_our_handler(&now)) {
-            struct sigaction before;
-            MPII_Pageguard_get_previous(&before);
-            if (act && !MPII_Pageguard_is_our_handler(act))
-                MPII_Pageguard_set_previous(act);
-            if (old)
-                *old = before;
-            return 0;
-        }
-    }
-    if (guards_on() && act && sigismember(&act->sa_mask, SIGSEGV)) {
-        struct sigaction unmasked = *act;
-        sigdelset(&unmasked.sa_mask, SIGSEGV);
-        return MPII_Pageguard_real_sigaction(sig, &unmasked, old);
-    }
-    return MPII_Pageguard_real_sigaction(sig, act, old);
+    return MPIR_Pageguard_sigaction(sig, act, old);
 }
 
 /* glibc's signal() calls its own sigaction directly: BSD semantics, through ours */
@@ -91,7 +69,7 @@ MPII_PAGEGUARD_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 /* The set to pass on: set itself, or a copy without SIGSEGV. */
 static const sigset_t *without_segv(int how, const sigset_t *set, sigset_t *copy)
 {
-    if (!set || how == SIG_UNBLOCK || !guards_on() || !sigismember(set, SIGSEGV))
+    if (!set || how == SIG_UNBLOCK || !MPIR_Pageguard_is_on() || !sigismember(set, SIGSEGV))
         return set;
     *copy = *set;
     sigdelset(copy, SIGSEGV);
