@@ -252,10 +252,10 @@ def predict(lay, kernel, window=1, answer_s=0.0):
     s = fifo_stalls(lay, kernel)
     out = {"fifo_max": max(s), "fifo_mean": sum(s) / len(s),
            "bound_max": bound_max_stall(lay, kernel)}
+    flights = []
     for orders in ("own", "receivers"):
-        flights = []
         arrival = paced_arrivals(lay, kernel, window, orders=orders, answer_s=answer_s,
-                                 flights=flights)
+                                 flights=flights if orders == "receivers" else None)
         out["paced_%s_max" % orders] = max(stalls_of(lay, kernel, arrival))
-        out["paced_flight_mean"] = sum(flights) / len(flights) if flights else 0.0
+    out["paced_flight_mean"] = sum(flights) / len(flights) if flights else 0.0
     return out

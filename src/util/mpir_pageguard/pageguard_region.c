@@ -5,8 +5,8 @@
 
 /* Guarded regions: registration (validate, reserve mappings, protect), landing and release on
  * completion, first-touch queries, which pages of a range still wait, removal. Runs on the
- * application and progress side, never in the signal handler; calls nothing of the fault side
- * (pageguard_fault.c), which calls it. */
+ * application and progress side; the signal handler calls only its signal-safe parts
+ * (forget_page, sub_pages, wake). Calls nothing of the fault side (pageguard_fault.c). */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -259,9 +259,11 @@ static void count_pending(MPIR_Pageguard_region_t * r, const void *const *fill)
             atomic_store(&r->page_state[p], MPII_PAGE_UNGUARDED);
 }
 
-static int landed_by_moving(const MPIR_Pageguard_region_t * r)
+/* A receive region that is no trace run: its data arrive in staging and land through the
+ * landing descriptor (or by moving pages). */
+static int lands_from_staging(MPIR_Pageguard_kind_t kind, int flags)
 {
-    return r->kind == MPIR_PAGEGUARD_RECV && !(r->flags & MPIR_PAGEGUARD_TRACE);
+    return kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE);
 }
 
 /* What a registration may be given: one region of whole pages at least, of a kind we serve
@@ -281,8 +283,7 @@ static int check_request(void *addr, size_t len, int nsub, const size_t * sub_of
     uintptr_t guard_hi = round_down((uintptr_t) addr + len, ps);
     if (guard_lo >= guard_hi)
         return MPIR_PAGEGUARD_ERR_NOTHING;
-    if (kind == MPIR_PAGEGUARD_RECV && !(flags & MPIR_PAGEGUARD_TRACE) &&
-        MPII_pageguard.mem_fd < 0)
+    if (lands_from_staging(kind, flags) && MPII_pageguard.mem_fd < 0)
         return MPIR_PAGEGUARD_ERR_LANDING;
     if (MPII_Pageguard_is_exposed(guard_lo, guard_hi))
         return MPIR_PAGEGUARD_ERR_EXPOSED;
@@ -357,7 +358,7 @@ static int plan_pages(MPIR_Pageguard_region_t * r, const void *const *fill)
     size_t releases = (size_t) nonempty < guarded ? (size_t) nonempty : guarded;
     r->maps_reserved = 2 * runs + 2 * releases;
 
-    if (landed_by_moving(r)) {
+    if (lands_from_staging(r->kind, r->flags)) {
         size_t in_page = r->base % ps;
         r->staging_map = MPII_Pageguard_staging_get(round_up(in_page + (r->end - r->base), ps),
                                                     &r->staging_len);
@@ -420,7 +421,7 @@ static int arm(MPIR_Pageguard_region_t * r, const void *const *fill)
         rc = (errno == ENOMEM) ? MPIR_PAGEGUARD_ERR_NOMEM : MPIR_PAGEGUARD_ERR_ARG;
         goto fn_undo;
     }
-    if (landed_by_moving(r)) {
+    if (lands_from_staging(r->kind, r->flags)) {
         size_t p = 0;
         while (atomic_load(&r->page_state[p]) != MPII_PAGE_GUARDED)
             p++;

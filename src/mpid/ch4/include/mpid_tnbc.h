@@ -31,8 +31,8 @@ int MPID_Tnbc_progress(void);
  * MPID_Tnbc_progress returned 0 and nothing progressed the network since. */
 int MPID_Tnbc_arm(int drained);
 
-/* cb(addr, len) runs before [addr, addr + len) is unmapped by anyone in the process. Returns
- * 1 when the device can report this. */
+/* cb(addr, len) runs before [addr, addr + len) is unmapped by anyone in the process (munmap,
+ * a heap trim, mremap's old range). Returns 1 when the device can report this. */
 int MPID_Tnbc_watch_unmaps(void (*cb) (void *addr, size_t len));
 
 /* [addr, addr + len) holds other physical pages from now on: what the device cached about
