@@ -37,11 +37,11 @@
 import math
 
 THROTTLE = 32               # MPIR_CVAR_ALLTOALL_THROTTLE's default in MPICH 4.0.2
-MERGE_MAX = 4096            # MPIR_CVAR_TNBC_RM_MERGE_MAX
-FIRST_BYTES = 4096          # MPIR_CVAR_TNBC_RM_FIRST_BYTES
-AGGREGATE_MAX = 1048576     # MPIR_CVAR_TNBC_RM_AGGREGATE_MAX
-AGG_HEADER = 8              # an aggregate's header (tnbc_rmplan.c) ...
-FRAG_HEADER = 32            # ... and each fragment's descriptor (tnbc_rmplan.h)
+MERGE_MAX = 4096            # MPIR_CVAR_REORDER_MERGE_MSG_MAX
+FIRST_BYTES = 4096          # MPIR_CVAR_REORDER_MERGE_FIRST_BYTES
+AGGREGATE_MAX = 1048576     # MPIR_CVAR_REORDER_MERGE_AGGREGATE_MAX
+AGG_HEADER = 8              # an aggregate's header (rm_plan.c) ...
+FRAG_HEADER = 32            # ... and each fragment's descriptor (rm_plan.h)
 MSG_HEADER = 32             # what any message adds on the wire (transport and UCX headers)
 WORKLOADS = ("small", "uniform", "skewed", "stencil2d", "stencil3d", "particles")
 ALGORITHMS = ("scattered", "pairwise", "brucks", "reorder", "merge", "reorder_merge")
@@ -122,7 +122,7 @@ def counts(workload, size, nbytes, iteration=0):
 # ---- the algorithms ---------------------------------------------------------------------------
 
 def _aggregates(total, alpha, first=FIRST_BYTES, cap=AGGREGATE_MAX):
-    """How many aggregates MPIR_Tnbc_rm_split makes of a stream of total bytes (one if empty)."""
+    """How many aggregates MPIR_Rm_split makes of a stream of total bytes (one if empty)."""
     n, t = 1, min(max(first, 1), cap)
     while total > t:
         total -= t

@@ -24,12 +24,6 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_policy.c \
     src/mpi/coll/tnbc/tnbc_priority.c \
     src/mpi/coll/tnbc/tnbc_reduce.c \
-    src/mpi/coll/tnbc/tnbc_reorder_merge.c \
-    src/mpi/coll/tnbc/tnbc_rm_call.c \
-    src/mpi/coll/tnbc/tnbc_rm_comm.c \
-    src/mpi/coll/tnbc/tnbc_rm_forms.c \
-    src/mpi/coll/tnbc/tnbc_rm_forward.c \
-    src/mpi/coll/tnbc/tnbc_rmplan.c \
     src/mpi/coll/tnbc/tnbc_sched.c \
     src/mpi/coll/tnbc/tnbc_sched_reduce.c \
     src/mpi/coll/tnbc/tnbc_settle.c \
@@ -37,6 +31,7 @@ mpi_core_sources += \
 
 noinst_HEADERS += \
     src/include/mpir_tnbc.h \
+    src/mpi/coll/include/coll_peers.h \
     src/mpi/coll/include/tnbc.h \
     src/mpi/coll/tnbc/tnbc_access.h \
     src/mpi/coll/tnbc/tnbc_engine.h \
@@ -48,8 +43,6 @@ noinst_HEADERS += \
     src/mpi/coll/tnbc/tnbc_pairwise.h \
     src/mpi/coll/tnbc/tnbc_policy.h \
     src/mpi/coll/tnbc/tnbc_priority.h \
-    src/mpi/coll/tnbc/tnbc_rm.h \
-    src/mpi/coll/tnbc/tnbc_rmplan.h \
     src/mpi/coll/tnbc/tnbc_sched.h \
     src/mpi/coll/tnbc/tnbc_settle.h \
     src/mpi/coll/tnbc/tnbc_stats.h \

@@ -12,11 +12,13 @@
  * differently. */
 
 #include "mpiimpl.h"
+#include "rm.h"
 #include "tnbc_access.h"
 #include "tnbc_engine.h"
 #include "tnbc_entry.h"
 #include "tnbc_op.h"
 #include "tnbc_pairwise.h"
+#include "tnbc_stats.h"
 #include "tnbc_util.h"
 
 /*
@@ -165,7 +167,7 @@ static int unpack_side(const char *packed, const MPII_Tnbc_side_t * side, int n,
 /* Paced sends order themselves by where their blocks are read, which every process tells
  * every peer (order reports): in the Alltoall family, where every pair exchanges a block. The
  * same on every process: the collective, and the pacing MPI_Init agreed on. */
-static int reports_on(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_nbrs_t * nbrs)
+static int reports_on(MPIR_Tnbc_coll_t coll, const MPIR_Coll_nbrs_t * nbrs)
 {
     return !nbrs && MPII_Tnbc_policy.pace_bytes > 0 && (coll == MPIR_TNBC_COLL_ALLTOALL ||
                                                         coll == MPIR_TNBC_COLL_ALLTOALLV ||
@@ -186,7 +188,7 @@ static void learn_readers(MPIR_Tnbc_site_t * site, const MPIR_Tnbc_sched_t * sch
 /* Every rank in ring order (or receives by access order, sends by a reorder plan or by where
  * they are read), or the neighbour lists of a topology. */
 static int build(MPIR_Tnbc_sched_t * s, MPIR_Tnbc_coll_t coll, int rank,
-                 const MPII_Tnbc_nbrs_t * nbrs, int ns, const size_t * sbytes,
+                 const MPIR_Coll_nbrs_t * nbrs, int ns, const size_t * sbytes,
                  const size_t * soff, int nr, const size_t * rbytes, const size_t * roff,
                  const int *recv_pos, const int *send_pos)
 {
@@ -199,7 +201,7 @@ static int build(MPIR_Tnbc_sched_t * s, MPIR_Tnbc_coll_t coll, int rank,
 
 /* The access order of the call site, for the pairwise layout: block p is source p's piece. It
  * always steers node arbitration; the receive bodies follow it only with the CVAR. */
-static const int *access_order(MPII_Tnbc_start_t * args, const MPII_Tnbc_nbrs_t * nbrs, int nr,
+static const int *access_order(MPII_Tnbc_start_t * args, const MPIR_Coll_nbrs_t * nbrs, int nr,
                                const size_t * rbytes, MPIR_Tnbc_site_t ** site)
 {
     uint64_t total = 0;
@@ -242,15 +244,27 @@ static size_t count_side(const MPII_Tnbc_side_t * side, int n, size_t * bytes)
     return largest;
 }
 
+/* An Alltoall(v) whose algorithm CVAR names a reorder algorithm sends in its plan's order. */
+static const int *rm_send_order(const MPII_Tnbc_start_t * args, const MPIR_Coll_nbrs_t * nbrs,
+                                const MPII_Tnbc_pieces_t * pc)
+{
+    if (nbrs || (args->coll != MPIR_TNBC_COLL_ALLTOALL && args->coll != MPIR_TNBC_COLL_ALLTOALLV))
+        return NULL;
+    return MPIR_Rm_send_order(args->coll == MPIR_TNBC_COLL_ALLTOALL ? MPIR_RM_FORM_ALLTOALL :
+                              MPIR_RM_FORM_ALLTOALLV, args->comm, pc->sbytes, pc->rbytes,
+                              pc->send_pos_space);
+}
+
 /* The orders to post by: receives by the call site's access order (with the CVAR), sends by a
  * reorder plan or by where their readers read them (order reports). */
-static void order_pieces(MPII_Tnbc_start_t * args, const MPII_Tnbc_nbrs_t * nbrs,
+static void order_pieces(MPII_Tnbc_start_t * args, const MPIR_Coll_nbrs_t * nbrs,
                          MPII_Tnbc_pieces_t * pc, const int **recv_pos, const int **send_pos,
                          MPIR_Tnbc_site_t ** site)
 {
     *recv_pos = access_order(args, nbrs, pc->nr, pc->rbytes, site);
-    *send_pos = nbrs ? NULL : MPII_Tnbc_rm_send_order(args->coll, args->comm, pc->sbytes,
-                                                      pc->rbytes, pc->send_pos_space);
+    *send_pos = rm_send_order(args, nbrs, pc);
+    if (*send_pos)
+        MPII_Tnbc_stats_planned_sends();
     if (!reports_on(args->coll, nbrs))
         return;
     const int *readers = *site ? MPIR_Tnbc_site_reader_pos(*site) : NULL;
@@ -281,7 +295,7 @@ static int place_send(MPII_Tnbc_start_t * args, const MPII_Tnbc_side_t * send, i
 /* Receive space, the user's buffer when flat and the pieces do not overlap, else a temporary
  * one; then the schedule. Returns the schedule builder's code. */
 static int place_recv_and_build(MPII_Tnbc_start_t * args, const MPII_Tnbc_side_t * recv,
-                                const MPII_Tnbc_nbrs_t * nbrs, MPII_Tnbc_pieces_t * pc,
+                                const MPIR_Coll_nbrs_t * nbrs, MPII_Tnbc_pieces_t * pc,
                                 const int *recv_pos, const int *send_pos)
 {
     MPI_Aint lo, hi;
@@ -322,7 +336,7 @@ static int unpack_recv(const void *ctx, const void *packed)
 
 int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_side,
                          const MPII_Tnbc_side_t * recv, MPIR_Comm * comm_ptr,
-                         const MPII_Tnbc_nbrs_t * nbrs, int flags, int *handled)
+                         const MPIR_Coll_nbrs_t * nbrs, int flags, int *handled)
 {
     int mpi_errno = MPI_SUCCESS;
     MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
@@ -384,7 +398,7 @@ int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
                        const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
                        const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
                        MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
-                       const MPII_Tnbc_nbrs_t * nbrs, int flags, int *handled)
+                       const MPIR_Coll_nbrs_t * nbrs, int flags, int *handled)
 {
     MPII_Tnbc_side_t send = {.buf = sendbuf,.counts = sendcounts,.displs = sdispls,
         .type = sendtype
@@ -401,7 +415,7 @@ int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sen
 {
     int mpi_errno = MPI_SUCCESS;
     int n = MPII_Tnbc_peers(comm_ptr);
-    MPII_Tnbc_layout_t l = { 0 };
+    MPIR_Coll_vlayout_t l = { 0 };
 
     if (sendbuf != MPI_IN_PLACE)
         MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount * n, sendtype);
@@ -412,7 +426,7 @@ int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sen
     }
 
     /* the regular layout as a v-layout: one code path for both */
-    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_regular(&l, n, sendcount, recvcount), mpi_errno,
+    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_regular(&l, n, sendcount, recvcount), mpi_errno,
                         MPI_ERR_OTHER, "**nomem");
     mpi_errno = MPII_Tnbc_pairwise(MPIR_TNBC_COLL_ALLTOALL, sendbuf, l.sc, l.sd, sendtype,
                                    recvbuf, l.rc, l.rd, recvtype, comm_ptr, NULL,

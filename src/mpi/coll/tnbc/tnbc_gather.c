@@ -28,10 +28,10 @@ static int allgather_any(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint se
 {
     int mpi_errno = MPI_SUCCESS, n = comm_ptr->local_size, rank = comm_ptr->rank;
     int flags = (coll == MPIR_TNBC_COLL_ALLGATHER) ? MPII_TNBC_SIZE_IS_GLOBAL : 0;
-    MPII_Tnbc_layout_t l = { 0 };
+    MPIR_Coll_vlayout_t l = { 0 };
     MPI_Aint rext;
 
-    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
     for (int p = 0; p < n; p++) {
         l.rc[p] = recvcounts ? recvcounts[p] : recvcount;
         l.rd[p] = displs ? displs[p] : p * recvcount;
@@ -105,9 +105,9 @@ static int gather_any(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendc
 {
     int mpi_errno = MPI_SUCCESS, n = comm_ptr->local_size, rank = comm_ptr->rank;
     int flags = (coll == MPIR_TNBC_COLL_GATHER) ? MPII_TNBC_SIZE_IS_GLOBAL : 0;
-    MPII_Tnbc_layout_t l = { 0 };
+    MPIR_Coll_vlayout_t l = { 0 };
 
-    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
     if (is_root(comm_ptr, root)) {
         for (int p = 0; p < n; p++) {
             l.rc[p] = recvcounts ? recvcounts[p] : recvcount;
@@ -189,9 +189,9 @@ static int scatter_any(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Ain
 {
     int mpi_errno = MPI_SUCCESS, n = comm_ptr->local_size;
     int flags = (coll == MPIR_TNBC_COLL_SCATTER) ? MPII_TNBC_SIZE_IS_GLOBAL : 0;
-    MPII_Tnbc_layout_t l = { 0 };
+    MPIR_Coll_vlayout_t l = { 0 };
 
-    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
     if (is_root(comm_ptr, root)) {
         for (int p = 0; p < n; p++) {
             l.sc[p] = sendcounts ? sendcounts[p] : sendcount;

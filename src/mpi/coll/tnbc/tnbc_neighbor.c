@@ -14,25 +14,6 @@
 #include "tnbc_entry.h"
 #include "tnbc_pairwise.h"
 
-int MPII_Tnbc_get_nbrs(MPIR_Comm * comm_ptr, MPII_Tnbc_nbrs_t * nbrs)
-{
-    int mpi_errno = MPI_SUCCESS, weighted;
-
-    mpi_errno = MPIR_Topo_canon_nhb_count(comm_ptr, &nbrs->indegree, &nbrs->outdegree,
-                                          &weighted);
-    MPIR_ERR_CHECK(mpi_errno);
-    nbrs->srcs = MPL_malloc((nbrs->indegree + nbrs->outdegree + 1) * sizeof(int), MPL_MEM_COLL);
-    MPIR_ERR_CHKANDJUMP(!nbrs->srcs, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    nbrs->dsts = nbrs->srcs + nbrs->indegree;
-    mpi_errno = MPIR_Topo_canon_nhb(comm_ptr, nbrs->indegree, nbrs->srcs, MPI_UNWEIGHTED,
-                                    nbrs->outdegree, nbrs->dsts, MPI_UNWEIGHTED);
-    MPIR_ERR_CHECK(mpi_errno);
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
-}
-
 /* Counts and displacements in elements, one per neighbour; sendcounts NULL: the same
  * sendcount from the start of sendbuf to every neighbour (allgather); recvcounts NULL: recvcount
  * per neighbour, one after the other. With sendtypes/recvtypes (Neighbor_alltoallw), one
@@ -45,8 +26,8 @@ static int neighbor(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendcou
                     MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPII_Tnbc_nbrs_t nbrs = { 0 };
-    MPII_Tnbc_layout_t l = { 0 };
+    MPIR_Coll_nbrs_t nbrs = { 0 };
+    MPIR_Coll_vlayout_t l = { 0 };
     MPIR_Tnbc_call_facts_t facts = {.coll = coll };
 
     *tnbc_handled = 0;
@@ -54,11 +35,11 @@ static int neighbor(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendcou
     if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM || !MPIR_Topology_get(comm_ptr))
         return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
 
-    mpi_errno = MPII_Tnbc_get_nbrs(comm_ptr, &nbrs);
+    mpi_errno = MPIR_Coll_get_nbrs(comm_ptr, &nbrs);
     MPIR_ERR_CHECK(mpi_errno);
     nbrs.recv_reversed = (coll == MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL);    /* as the stock path */
     int n = MPL_MAX(nbrs.indegree, nbrs.outdegree);
-    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
     for (int k = 0; k < nbrs.outdegree; k++) {
         l.sc[k] = sendcounts ? sendcounts[k] : sendcount;
         /* allgather: one piece for everyone (packed once) */

@@ -10,6 +10,7 @@
  * the per-process totals are MPI_T performance variables (category TNBC) for tools. */
 
 #include "mpiimpl.h"
+#include "rm.h"
 #include "tnbc_stats.h"
 #include "mpir_pageguard.h"
 
@@ -52,7 +53,8 @@ typedef struct {
     uint64_t app_sleeps, app_sleep_ns;
     uint64_t node_turns, node_holds, node_hold_ns, node_gave_up;
     uint64_t paced_bodies, paced_flight_ns, paced_gaps, paced_gap_ns;
-    uint64_t rm[MPII_TNBC_RM_COUNT];
+    uint64_t rm_exchanges, rm_stock;    /* copied from rm.h's counters for the table */
+    uint64_t planned_sends;
     uint64_t bcast[MPII_TNBC_BCAST_COUNT];
     uint64_t faults, stale_faults, stall_ns, mprotect_calls, guard_refusals, guard_prot,
         guard_window;
@@ -140,9 +142,9 @@ void MPII_Tnbc_stats_app_sleep(uint64_t ns)
     MPII_ADD(st.app_sleep_ns, ns);
 }
 
-void MPII_Tnbc_stats_rm(MPII_Tnbc_rm_event_t event)
+void MPII_Tnbc_stats_planned_sends(void)
 {
-    MPII_ADD(st.rm[event], 1);
+    MPII_ADD(st.planned_sends, 1);
 }
 
 void MPII_Tnbc_stats_bcast(MPII_Tnbc_bcast_event_t event)
@@ -212,12 +214,11 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
     if (s->app_sleeps)
         fprintf(stderr, "[tnbc %s] waits inside MPI calls slept on the network %" PRIu64
                 " times, %.3f ms\n", who, s->app_sleeps, s->app_sleep_ns / 1e6);
-    if (s->rm[MPII_TNBC_RM_EXCHANGE] || s->rm[MPII_TNBC_RM_STOCK] ||
-        s->rm[MPII_TNBC_RM_PLANNED_SENDS])
+    if (s->rm_exchanges || s->rm_stock || s->planned_sends)
         fprintf(stderr, "[tnbc %s] reorder + merge: %" PRIu64 " exchanges, %" PRIu64
                 " handed to stock (in place, repeated neighbours), %" PRIu64
-                " T-NBC schedules sent in the plan's order\n", who, s->rm[MPII_TNBC_RM_EXCHANGE],
-                s->rm[MPII_TNBC_RM_STOCK], s->rm[MPII_TNBC_RM_PLANNED_SENDS]);
+                " T-NBC schedules sent in the plan's order\n", who, s->rm_exchanges,
+                s->rm_stock, s->planned_sends);
     if (s->bcast[MPII_TNBC_BCAST_OWN_ORDER] || s->bcast[MPII_TNBC_BCAST_CHILD_ORDER])
         fprintf(stderr, "[tnbc %s] Bcast segments by access order: %" PRIu64
                 " calls received in their own order, %" PRIu64 " sent to a child in its order\n",
@@ -276,6 +277,10 @@ int MPII_Tnbc_stats_reduce_and_print(void)
     if (MPIR_CVAR_TNBC_STATS <= 0)
         goto fn_exit;
 
+    MPIR_Rm_stats_t rm;
+    MPIR_Rm_get_stats(&rm);
+    st.rm_exchanges = rm.exchanges;
+    st.rm_stock = rm.stock;
     MPIR_Pageguard_get_stats(&pg);
     st.faults = pg.faults;
     st.stale_faults = pg.stale_faults;
@@ -388,11 +393,7 @@ void MPII_Tnbc_pvars_register(void)
          "operations whose remote bodies took turns with the node's other processes");
     pvar("tnbc_node_holds", MPII_COUNTER(node_holds), get_helper,
          "operations that held their bodies back for a more urgent node peer");
-    pvar("tnbc_rm_exchanges", MPII_COUNTER(rm[MPII_TNBC_RM_EXCHANGE]), get_helper,
-         "calls the reorder / merge algorithms ran");
-    pvar("tnbc_rm_stock", MPII_COUNTER(rm[MPII_TNBC_RM_STOCK]), get_helper,
-         "calls the reorder / merge algorithms handed to stock's algorithm");
-    pvar("tnbc_rm_planned_sends", MPII_COUNTER(rm[MPII_TNBC_RM_PLANNED_SENDS]), get_helper,
+    pvar("tnbc_rm_planned_sends", MPII_COUNTER(planned_sends), get_helper,
          "T-NBC Alltoall(v) schedules that sent in the reorder plan's order");
     pvar("tnbc_bcast_own_order", MPII_COUNTER(bcast[MPII_TNBC_BCAST_OWN_ORDER]), get_helper,
          "T-NBC Bcasts that posted their receives in this process's access order");

@@ -41,14 +41,8 @@ void MPII_Tnbc_stats_node_turn(uint64_t held_ns, int held, int gave_up);
 /* paced remote bodies of one operation: their time from post to delivery, and for those
  * posted when a delivery reopened the window, the time from that delivery */
 void MPII_Tnbc_stats_paced(uint64_t bodies, uint64_t flight_ns, uint64_t gaps, uint64_t gap_ns);
-/* what the reorder + merge algorithms did with a call (tnbc_rm_*.c) */
-typedef enum {
-    MPII_TNBC_RM_EXCHANGE,      /* ran the exchange */
-    MPII_TNBC_RM_STOCK,         /* handed it to stock (in place, a repeated neighbour) */
-    MPII_TNBC_RM_PLANNED_SENDS, /* a T-NBC schedule sent in the plan's order */
-    MPII_TNBC_RM_COUNT
-} MPII_Tnbc_rm_event_t;
-void MPII_Tnbc_stats_rm(MPII_Tnbc_rm_event_t event);
+/* an Alltoall(v) schedule sent in the reorder plan's order (rm.h: MPIR_Rm_send_order) */
+void MPII_Tnbc_stats_planned_sends(void);
 typedef enum {
     MPII_TNBC_BCAST_OWN_ORDER,  /* a Bcast posted its receives in its access order */
     MPII_TNBC_BCAST_CHILD_ORDER,        /* and sent to a child in the order that child reported */

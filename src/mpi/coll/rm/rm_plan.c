@@ -3,9 +3,9 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* Reorder + merge planning (see tnbc_rmplan.h). */
+/* Reorder + merge planning (see rm_plan.h). */
 
-#include "tnbc_rmplan.h"
+#include "rm_plan.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,12 +25,12 @@ static int ring_distance(int peer)
 
 static int compare_msgs(const void *pa, const void *pb)
 {
-    const MPIR_Tnbc_rm_msg_t *a = pa, *b = pb;
+    const MPIR_Rm_msg_t *a = pa, *b = pb;
 
-    if (MPII_Rm_order_kind != MPIR_TNBC_RM_ORDER_RING) {
+    if (MPII_Rm_order_kind != MPIR_RM_ORDER_RING) {
         int da = abs(a->node - MPII_Rm_my_node), db = abs(b->node - MPII_Rm_my_node);
         if (da != db)
-            return (MPII_Rm_order_kind == MPIR_TNBC_RM_ORDER_NEAR_FIRST) ? da - db : db - da;
+            return (MPII_Rm_order_kind == MPIR_RM_ORDER_NEAR_FIRST) ? da - db : db - da;
         /* one node pair's messages stay adjacent even when two nodes are equally far */
         if (a->node != b->node)
             return ((a->node - MPII_Rm_my_node + MPII_Rm_size) % MPII_Rm_size) -
@@ -41,8 +41,8 @@ static int compare_msgs(const void *pa, const void *pb)
     return ring_distance(a->peer) - ring_distance(b->peer);
 }
 
-void MPIR_Tnbc_rm_order(MPIR_Tnbc_rm_msg_t * msgs, int n, int my_node, int my_rank,
-                        int comm_size, MPIR_Tnbc_rm_order_t order)
+void MPIR_Rm_order(MPIR_Rm_msg_t * msgs, int n, int my_node, int my_rank,
+                        int comm_size, MPIR_Rm_order_t order)
 {
     /* qsort has no context argument in C99; the callers hold MPICH's lock or are tests */
     MPII_Rm_order_kind = order;
@@ -52,7 +52,7 @@ void MPIR_Tnbc_rm_order(MPIR_Tnbc_rm_msg_t * msgs, int n, int my_node, int my_ra
     qsort(msgs, n, sizeof(*msgs), compare_msgs);
 }
 
-double MPIR_Tnbc_rm_alpha(const int64_t * node_bytes, int nnodes, int a, int b)
+double MPIR_Rm_alpha(const int64_t * node_bytes, int nnodes, int a, int b)
 {
     int outdeg = 0, indeg = 0;
 
@@ -75,8 +75,8 @@ static size_t grow(size_t t, double alpha, size_t cap)
     return next >= (double) cap ? cap : (size_t) next;
 }
 
-int MPIR_Tnbc_rm_split(const size_t * bytes, int n, size_t first_bytes, double alpha, size_t cap,
-                       MPIR_Tnbc_rm_split_t * split)
+int MPIR_Rm_split(const size_t * bytes, int n, size_t first_bytes, double alpha, size_t cap,
+                       MPIR_Rm_split_t * split)
 {
     size_t total = 0, target = first_bytes ? first_bytes : 1;
     int maxagg = 1, maxfrag = 0;
@@ -95,10 +95,10 @@ int MPIR_Tnbc_rm_split(const size_t * bytes, int n, size_t first_bytes, double a
     }
     maxfrag = n + maxagg;
     split->first = malloc((maxagg + 1) * sizeof(int));
-    split->frags = malloc((maxfrag + 1) * sizeof(MPIR_Tnbc_rm_frag_t));
+    split->frags = malloc((maxfrag + 1) * sizeof(MPIR_Rm_frag_t));
     if (!split->first || !split->frags) {
-        MPIR_Tnbc_rm_split_free(split);
-        return MPIR_TNBC_RM_ERR_NOMEM;
+        MPIR_Rm_split_free(split);
+        return MPIR_RM_ERR_NOMEM;
     }
 
     size_t room = target, off = 0;
@@ -110,7 +110,7 @@ int MPIR_Tnbc_rm_split(const size_t * bytes, int n, size_t first_bytes, double a
         size_t len = bytes[msg] - off;
         if (len > room)
             len = room;
-        split->frags[split->nfrag++] = (MPIR_Tnbc_rm_frag_t) {.msg = msg,.off = off,.len = len};
+        split->frags[split->nfrag++] = (MPIR_Rm_frag_t) {.msg = msg,.off = off,.len = len};
         off += len;
         room -= len;
         if (off == bytes[msg]) {
@@ -126,91 +126,91 @@ int MPIR_Tnbc_rm_split(const size_t * bytes, int n, size_t first_bytes, double a
         }
     }
     split->first[++split->nagg] = split->nfrag;
-    return MPIR_TNBC_RM_OK;
+    return MPIR_RM_OK;
 }
 
-void MPIR_Tnbc_rm_split_free(MPIR_Tnbc_rm_split_t * split)
+void MPIR_Rm_split_free(MPIR_Rm_split_t * split)
 {
     free(split->first);
     free(split->frags);
     memset(split, 0, sizeof(*split));
 }
 
-size_t MPIR_Tnbc_rm_header_bytes(int nfrag)
+size_t MPIR_Rm_header_bytes(int nfrag)
 {
-    return sizeof(MPII_Rm_header_t) + (size_t) nfrag * sizeof(MPIR_Tnbc_rm_wire_frag_t);
+    return sizeof(MPII_Rm_header_t) + (size_t) nfrag * sizeof(MPIR_Rm_wire_frag_t);
 }
 
-char *MPIR_Tnbc_rm_write_header(char *buf, int nfrag, int final,
-                                const MPIR_Tnbc_rm_wire_frag_t * frags)
+char *MPIR_Rm_write_header(char *buf, int nfrag, int final,
+                                const MPIR_Rm_wire_frag_t * frags)
 {
     MPII_Rm_header_t h = {.nfrag = (uint32_t) nfrag,.final = (uint32_t) final };
     memcpy(buf, &h, sizeof(h));
     memcpy(buf + sizeof(h), frags, (size_t) nfrag * sizeof(*frags));
-    return buf + MPIR_Tnbc_rm_header_bytes(nfrag);
+    return buf + MPIR_Rm_header_bytes(nfrag);
 }
 
-int MPIR_Tnbc_rm_read_header(const char *buf, size_t len, int max_frag, int *nfrag, int *final,
-                             const MPIR_Tnbc_rm_wire_frag_t ** frags, const char **payload)
+int MPIR_Rm_read_header(const char *buf, size_t len, int max_frag, int *nfrag, int *final,
+                             const MPIR_Rm_wire_frag_t ** frags, const char **payload)
 {
     MPII_Rm_header_t h;
 
     if (len < sizeof(h))
-        return MPIR_TNBC_RM_ERR_FORMAT;
+        return MPIR_RM_ERR_FORMAT;
     memcpy(&h, buf, sizeof(h));
-    if (h.nfrag > (uint32_t) max_frag || h.final > 1 || len < MPIR_Tnbc_rm_header_bytes(h.nfrag))
-        return MPIR_TNBC_RM_ERR_FORMAT;
+    if (h.nfrag > (uint32_t) max_frag || h.final > 1 || len < MPIR_Rm_header_bytes(h.nfrag))
+        return MPIR_RM_ERR_FORMAT;
     /* the sender wrote the descriptors at an 8-byte aligned offset of a malloc'ed buffer */
-    const MPIR_Tnbc_rm_wire_frag_t *f = (const void *) (buf + sizeof(h));
-    size_t sum = MPIR_Tnbc_rm_header_bytes(h.nfrag);
+    const MPIR_Rm_wire_frag_t *f = (const void *) (buf + sizeof(h));
+    size_t sum = MPIR_Rm_header_bytes(h.nfrag);
     for (uint32_t k = 0; k < h.nfrag; k++) {
-        if (f[k].off == MPIR_TNBC_RM_DIRECT_OFF && f[k].len == 0)
+        if (f[k].off == MPIR_RM_DIRECT_OFF && f[k].len == 0)
             continue;
         if (f[k].len > len - sum || f[k].off > f[k].total || f[k].len > f[k].total - f[k].off)
-            return MPIR_TNBC_RM_ERR_FORMAT;
+            return MPIR_RM_ERR_FORMAT;
         sum += f[k].len;
     }
     if (sum != len)
-        return MPIR_TNBC_RM_ERR_FORMAT;
+        return MPIR_RM_ERR_FORMAT;
     *nfrag = (int) h.nfrag;
     *final = (int) h.final;
     *frags = f;
-    *payload = buf + MPIR_Tnbc_rm_header_bytes(h.nfrag);
-    return MPIR_TNBC_RM_OK;
+    *payload = buf + MPIR_Rm_header_bytes(h.nfrag);
+    return MPIR_RM_OK;
 }
 
-size_t MPIR_Tnbc_rm_directory_bytes(int n)
+size_t MPIR_Rm_directory_bytes(int n)
 {
     return sizeof(int64_t) * (1 + 2 * (size_t) n);
 }
 
-int MPIR_Tnbc_rm_read_directory(const char *buf, size_t len, int *n, const int64_t ** entries,
+int MPIR_Rm_read_directory(const char *buf, size_t len, int *n, const int64_t ** entries,
                                 const char **payload)
 {
     int64_t count;
 
     if (len < sizeof(count))
-        return MPIR_TNBC_RM_ERR_FORMAT;
+        return MPIR_RM_ERR_FORMAT;
     memcpy(&count, buf, sizeof(count));
     if (count < 0 || (uint64_t) count > (len - sizeof(count)) / (2 * sizeof(int64_t)))
-        return MPIR_TNBC_RM_ERR_FORMAT;
+        return MPIR_RM_ERR_FORMAT;
     const int64_t *e = (const void *) (buf + sizeof(count));
-    size_t sum = MPIR_Tnbc_rm_directory_bytes((int) count);
+    size_t sum = MPIR_Rm_directory_bytes((int) count);
     for (int64_t k = 0; k < count; k++) {
         if (e[2 * k + 1] == INT64_MIN || (e[2 * k + 1] >= 0 && (uint64_t) e[2 * k + 1] > len - sum))
-            return MPIR_TNBC_RM_ERR_FORMAT;
+            return MPIR_RM_ERR_FORMAT;
         if (e[2 * k + 1] > 0)
             sum += (size_t) e[2 * k + 1];
     }
     if (sum != len)
-        return MPIR_TNBC_RM_ERR_FORMAT;
+        return MPIR_RM_ERR_FORMAT;
     *n = (int) count;
     *entries = e;
-    *payload = buf + MPIR_Tnbc_rm_directory_bytes((int) count);
-    return MPIR_TNBC_RM_OK;
+    *payload = buf + MPIR_Rm_directory_bytes((int) count);
+    return MPIR_RM_OK;
 }
 
-uint64_t MPIR_Tnbc_rm_signature(const size_t * send_bytes, const size_t * recv_bytes, int n)
+uint64_t MPIR_Rm_signature(const size_t * send_bytes, const size_t * recv_bytes, int n)
 {
     uint64_t h = 1469598103934665603ULL;        /* FNV-1a */
     for (int i = 0; i < n; i++) {
@@ -222,7 +222,7 @@ uint64_t MPIR_Tnbc_rm_signature(const size_t * send_bytes, const size_t * recv_b
     return h ^ (uint64_t) n;
 }
 
-int MPIR_Tnbc_rm_cache_lookup(MPIR_Tnbc_rm_cache_t * cache, uint64_t sig, uint64_t graph_gen,
+int MPIR_Rm_cache_lookup(MPIR_Rm_cache_t * cache, uint64_t sig, uint64_t graph_gen,
                               const size_t * send_bytes, const size_t * recv_bytes, int n)
 {
     size_t half = (size_t) n * sizeof(size_t);
@@ -248,7 +248,7 @@ int MPIR_Tnbc_rm_cache_lookup(MPIR_Tnbc_rm_cache_t * cache, uint64_t sig, uint64
     return 0;
 }
 
-void MPIR_Tnbc_rm_cache_free(MPIR_Tnbc_rm_cache_t * cache)
+void MPIR_Rm_cache_free(MPIR_Rm_cache_t * cache)
 {
     free(cache->counts);
     cache->counts = NULL;

@@ -4,25 +4,25 @@
  */
 
 /* The exchange of the "reorder", "merge" and "reorder_merge" algorithms (selected as MPICH
- * selects any algorithm; the entry points are tnbc_rm_forms.c), planned by tnbc_rmplan.c.
+ * selects any algorithm; the entry points are rm_forms.c), planned by rm_plan.c.
  *
  * Every process sends its messages in plan order. With merging, its messages of at most
- * MPIR_CVAR_TNBC_RM_MERGE_MAX bytes for a remote node go as one stream of growing aggregates to
- * that node's forwarder for this sender (tnbc_rm_forward.c); every sender sends one stream to
+ * MPIR_CVAR_REORDER_MERGE_MSG_MAX bytes for a remote node go as one stream of growing aggregates to
+ * that node's forwarder for this sender (rm_forward.c); every sender sends one stream to
  * every other node, empty or not, so a forwarder knows whom to expect without asking, and the
  * stream announces the messages sent directly. Intra-node and larger messages go directly.
- * The node graph and the plan are kept per communicator (tnbc_rm_comm.c). */
+ * The node graph and the plan are kept per communicator (rm_comm.c). */
 
 #include "mpiimpl.h"
-#include "tnbc_stats.h"
-#include "tnbc_rm.h"
+#include "rm_impl.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
 
 cvars:
-    - name        : MPIR_CVAR_TNBC_RM_DISTANCE
-      category    : TNBC
+    - name        : MPIR_CVAR_REORDER_MERGE_DISTANCE
+      category    : COLLECTIVE
+      alt-env     : MPIR_CVAR_TNBC_RM_DISTANCE
       type        : enum
       default     : near_first
       class       : none
@@ -33,8 +33,9 @@ cvars:
         near_first - messages to nearer nodes (by node number) first
         far_first  - messages to farther nodes first
 
-    - name        : MPIR_CVAR_TNBC_RM_FIRST_BYTES
-      category    : TNBC
+    - name        : MPIR_CVAR_REORDER_MERGE_FIRST_BYTES
+      category    : COLLECTIVE
+      alt-env     : MPIR_CVAR_TNBC_RM_FIRST_BYTES
       type        : int
       default     : 4096
       class       : none
@@ -44,8 +45,9 @@ cvars:
         Payload of the first aggregate of a merged stream; each next one is alpha times larger
         (alpha = 1.5 + log2 of the larger node degree of the pair).
 
-    - name        : MPIR_CVAR_TNBC_RM_MERGE_MAX
-      category    : TNBC
+    - name        : MPIR_CVAR_REORDER_MERGE_MSG_MAX
+      category    : COLLECTIVE
+      alt-env     : MPIR_CVAR_TNBC_RM_MERGE_MAX
       type        : int
       default     : 4096
       class       : none
@@ -56,8 +58,9 @@ cvars:
         ones go directly: their wire time outweighs a message's overhead, and forwarding them
         costs a copy and a hop.
 
-    - name        : MPIR_CVAR_TNBC_RM_AGGREGATE_MAX
-      category    : TNBC
+    - name        : MPIR_CVAR_REORDER_MERGE_AGGREGATE_MAX
+      category    : COLLECTIVE
+      alt-env     : MPIR_CVAR_TNBC_RM_AGGREGATE_MAX
       type        : int
       default     : 1048576
       class       : none
@@ -79,33 +82,33 @@ typedef struct {
     int *direct_peers;
     size_t *direct_bytes;
     char **staged;              /* non-contiguous send type: each message packed whole */
-    MPIR_Tnbc_rm_split_t split;
+    MPIR_Rm_split_t split;
 } MPII_Rm_stream_t;
 
 static void send_aggregate(MPII_Rm_call_t * c, MPII_Rm_stream_t * s, int a)
 {
     int f0 = s->split.first[a], nf = s->split.first[a + 1] - f0, nd = (a == 0) ? s->nd : 0;
-    MPIR_Tnbc_rm_wire_frag_t wf[nf + nd > 0 ? nf + nd : 1];
+    MPIR_Rm_wire_frag_t wf[nf + nd > 0 ? nf + nd : 1];
     size_t payload = 0;
 
     for (int k = 0; k < nd; k++)
-        wf[nf + k] = (MPIR_Tnbc_rm_wire_frag_t) {.dst = s->direct_peers[k],
-            .total = s->direct_bytes[k],.off = MPIR_TNBC_RM_DIRECT_OFF,.len = 0
+        wf[nf + k] = (MPIR_Rm_wire_frag_t) {.dst = s->direct_peers[k],
+            .total = s->direct_bytes[k],.off = MPIR_RM_DIRECT_OFF,.len = 0
         };
     for (int k = 0; k < nf; k++) {
-        const MPIR_Tnbc_rm_frag_t *f = &s->split.frags[f0 + k];
-        wf[k] = (MPIR_Tnbc_rm_wire_frag_t) {.dst = s->peers[f->msg],.total = s->bytes[f->msg],
+        const MPIR_Rm_frag_t *f = &s->split.frags[f0 + k];
+        wf[k] = (MPIR_Rm_wire_frag_t) {.dst = s->peers[f->msg],.total = s->bytes[f->msg],
             .off = f->off,.len = f->len
         };
         payload += f->len;
     }
-    char *buf = MPII_Tnbc_rm_new_buf(c, MPIR_Tnbc_rm_header_bytes(nf + nd) + payload);
-    MPIR_Request **r = MPII_Tnbc_rm_new_req(c);
+    char *buf = MPII_Rm_new_buf(c, MPIR_Rm_header_bytes(nf + nd) + payload);
+    MPIR_Request **r = MPII_Rm_new_req(c);
     if (!buf || !r) {
-        MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+        MPII_Rm_note_error(c, MPI_ERR_NO_MEM);
         return;
     }
-    char *p = MPIR_Tnbc_rm_write_header(buf, nf + nd, a == s->split.nagg - 1, wf);
+    char *p = MPIR_Rm_write_header(buf, nf + nd, a == s->split.nagg - 1, wf);
     for (int k = 0; k < nf; k++) {
         int peer = (int) wf[k].dst, msg = s->split.frags[f0 + k].msg;
         MPI_Aint actual;
@@ -115,13 +118,13 @@ static void send_aggregate(MPII_Rm_call_t * c, MPII_Rm_stream_t * s, int a)
         } else {
             /* a fragment may end inside an element: pack the message whole once */
             if (!s->staged[msg]) {
-                s->staged[msg] = MPII_Tnbc_rm_new_buf(c, wf[k].total);
+                s->staged[msg] = MPII_Rm_new_buf(c, wf[k].total);
                 if (!s->staged[msg]) {
-                    MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+                    MPII_Rm_note_error(c, MPI_ERR_NO_MEM);
                     return;
                 }
                 const char *from = c->sendbuf + c->sdispls[peer] * c->sext;
-                MPII_Tnbc_rm_note_error(c, MPIR_Typerep_pack(from, c->sendcounts[peer],
+                MPII_Rm_note_error(c, MPIR_Typerep_pack(from, c->sendcounts[peer],
                                                              c->sendtype, 0, s->staged[msg],
                                                              wf[k].total, &actual));
             }
@@ -129,7 +132,7 @@ static void send_aggregate(MPII_Rm_call_t * c, MPII_Rm_stream_t * s, int a)
         }
         p += wf[k].len;
     }
-    MPII_Tnbc_rm_note_error(c, MPIC_Isend(buf, (MPI_Aint) (p - buf), MPI_BYTE, s->fwd,
+    MPII_Rm_note_error(c, MPIC_Isend(buf, (MPI_Aint) (p - buf), MPI_BYTE, s->fwd,
                                           c->tag_aggregate, c->comm, r, c->errflag));
 }
 
@@ -164,7 +167,7 @@ static int make_streams(MPII_Rm_call_t * c, MPII_Rm_stream_t ** out, int *nout)
     }
     int rc = MPI_SUCCESS;
     for (int k = 0; k < ns && rc == MPI_SUCCESS; k++) {
-        s[k].fwd = MPII_Tnbc_rm_forwarder_of(c, c->rank, s[k].node);
+        s[k].fwd = MPII_Rm_forwarder_of(c, c->rank, s[k].node);
         s[k].peers = MPL_malloc((st->nmsg + 1) * sizeof(int), MPL_MEM_COLL);
         s[k].bytes = MPL_malloc((st->nmsg + 1) * sizeof(size_t), MPL_MEM_COLL);
         s[k].staged = MPL_calloc(st->nmsg + 1, sizeof(char *), MPL_MEM_COLL);
@@ -186,10 +189,10 @@ static int make_streams(MPII_Rm_call_t * c, MPII_Rm_stream_t ** out, int *nout)
                 s[k].direct_bytes[s[k].nd++] = st->msgs[i].bytes;
             }
         }
-        double alpha = MPIR_Tnbc_rm_alpha(st->graph + c->size, nn, c->my_node, s[k].node);
-        if (MPIR_Tnbc_rm_split(s[k].bytes, s[k].n, MPIR_CVAR_TNBC_RM_FIRST_BYTES > 0 ?
-                               (size_t) MPIR_CVAR_TNBC_RM_FIRST_BYTES : 1, alpha, c->cap,
-                               &s[k].split) != MPIR_TNBC_RM_OK)
+        double alpha = MPIR_Rm_alpha(st->graph + c->size, nn, c->my_node, s[k].node);
+        if (MPIR_Rm_split(s[k].bytes, s[k].n, MPIR_CVAR_REORDER_MERGE_FIRST_BYTES > 0 ?
+                               (size_t) MPIR_CVAR_REORDER_MERGE_FIRST_BYTES : 1, alpha, c->cap,
+                               &s[k].split) != MPIR_RM_OK)
             rc = MPI_ERR_NO_MEM;
     }
     MPL_free(slot);
@@ -206,7 +209,7 @@ static void free_streams(MPII_Rm_stream_t * s, int ns)
         MPL_free(s[k].staged);  /* the buffers are the call's */
         MPL_free(s[k].direct_peers);
         MPL_free(s[k].direct_bytes);
-        MPIR_Tnbc_rm_split_free(&s[k].split);
+        MPIR_Rm_split_free(&s[k].split);
     }
     MPL_free(s);
 }
@@ -221,7 +224,7 @@ static int post_sends(MPII_Rm_call_t * c, int merge)
 
     if (!merge) {
         for (int i = 0; i < st->nmsg; i++)
-            MPII_Tnbc_rm_post_direct_send(c, st->msgs[i].peer);
+            MPII_Rm_post_direct_send(c, st->msgs[i].peer);
         return MPI_SUCCESS;
     }
     int rc = make_streams(c, &s, &ns);
@@ -232,7 +235,7 @@ static int post_sends(MPII_Rm_call_t * c, int merge)
     int next = 0;
     for (int i = 0; i < st->nmsg; i++) {
         if (st->msgs[i].node == c->my_node || st->msgs[i].bytes > c->merge_max)
-            MPII_Tnbc_rm_post_direct_send(c, st->msgs[i].peer);
+            MPII_Rm_post_direct_send(c, st->msgs[i].peer);
         if (st->msgs[i].node != c->my_node && next < ns && s[next].node == st->msgs[i].node)
             send_aggregate(c, &s[next++], 0);
     }
@@ -256,16 +259,16 @@ static int post_recvs(MPII_Rm_call_t * c, int merge, MPII_Rm_inbox_t ** inbox)
         int p = (c->rank - k + c->size) % c->size;
         if (c->rbytes[p] && (!merge || c->st->node_of[p] == c->my_node ||
                              c->rbytes[p] > c->merge_max))
-            MPII_Tnbc_rm_post_direct_recv(c, p);
+            MPII_Rm_post_direct_recv(c, p);
     }
-    return merge ? MPII_Tnbc_rm_post_inboxes(c, inbox) : 0;
+    return merge ? MPII_Rm_post_inboxes(c, inbox) : 0;
 }
 
 static void copy_to_self(MPII_Rm_call_t * c)
 {
     int me = c->rank;
     if (c->sbytes[me] || c->rbytes[me])
-        MPII_Tnbc_rm_note_error(c, MPIR_Localcopy(c->sendbuf + c->sdispls[me] * c->sext,
+        MPII_Rm_note_error(c, MPIR_Localcopy(c->sendbuf + c->sdispls[me] * c->sext,
                                                   c->sendcounts[me], c->sendtype,
                                                   c->recvbuf + c->rdispls[me] * c->rext,
                                                   c->recvcounts[me], c->recvtype));
@@ -277,16 +280,16 @@ static void copy_to_self(MPII_Rm_call_t * c)
 static void complete(MPII_Rm_call_t * c, MPII_Rm_inbox_t * inbox, int ninbox)
 {
     for (int k = 0; k < ninbox; k++) {
-        MPI_Status status = MPII_Tnbc_rm_wait_req(c, inbox[k].req);
-        MPII_Tnbc_rm_take_inbox(c, &inbox[k], &status);
+        MPI_Status status = MPII_Rm_wait_req(c, inbox[k].req);
+        MPII_Rm_take_inbox(c, &inbox[k], &status);
     }
     for (int i = 0; i < c->nreq; i++)
         if (c->reqs[i])
-            MPII_Tnbc_rm_wait_req(c, i);
+            MPII_Rm_wait_req(c, i);
 }
 
-/* The exchange of an Alltoallv (the other forms become one, tnbc_rm_forms.c); not in place. */
-int MPII_Tnbc_rm_exchange(const void *sendbuf, const MPI_Aint * sendcounts,
+/* The exchange of an Alltoallv (the other forms become one, rm_forms.c); not in place. */
+int MPII_Rm_exchange(const void *sendbuf, const MPI_Aint * sendcounts,
                           const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
                           const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
                           MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
@@ -300,33 +303,33 @@ int MPII_Tnbc_rm_exchange(const void *sendbuf, const MPI_Aint * sendcounts,
     MPII_Rm_inbox_t *inbox = NULL;
     int ninbox = 0;
 
-    MPII_Tnbc_stats_rm(MPII_TNBC_RM_EXCHANGE);
-    mpi_errno = MPII_Tnbc_rm_comm_get(comm_ptr, &c.st);
+    MPII_Rm_count(MPII_RM_EXCHANGE);
+    mpi_errno = MPII_Rm_comm_get(comm_ptr, &c.st);
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPII_Tnbc_rm_setup_call(&c);
+    mpi_errno = MPII_Rm_setup_call(&c);
     MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    mpi_errno = MPII_Tnbc_rm_update_graph(&c);
+    mpi_errno = MPII_Rm_update_graph(&c);
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPII_Tnbc_rm_plan(&c, reorder);
+    mpi_errno = MPII_Rm_plan(&c, reorder);
     MPIR_ERR_CHKANDJUMP(mpi_errno, mpi_errno, MPI_ERR_OTHER, "**nomem");
 
     /* from the first send on, errors are noted and the call goes on: others wait for our
      * messages, and our buffers must outlive our requests. Sends go first: a large message's
      * rendezvous starts at once, and its receiver finds it when it posts. */
-    MPII_Tnbc_rm_note_error(&c, post_sends(&c, merge));
+    MPII_Rm_note_error(&c, post_sends(&c, merge));
     ninbox = post_recvs(&c, merge, &inbox);
     if (ninbox < 0) {
-        MPII_Tnbc_rm_note_error(&c, MPI_ERR_NO_MEM);
+        MPII_Rm_note_error(&c, MPI_ERR_NO_MEM);
         ninbox = 0;
     }
     copy_to_self(&c);
     if (merge)
-        MPII_Tnbc_rm_forward(&c);
+        MPII_Rm_forward(&c);
     complete(&c, inbox, ninbox);
 
   fn_exit:
     MPL_free(inbox);
-    MPII_Tnbc_rm_free_call(&c);
+    MPII_Rm_free_call(&c);
     if (c.mpi_errno_ret)
         mpi_errno = c.mpi_errno_ret;
     else if (*errflag != MPIR_ERR_NONE)

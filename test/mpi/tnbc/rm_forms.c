@@ -10,7 +10,8 @@
  * distributed graph with irregular degrees, changing counts and a self edge, on a periodic ring
  * (a repeated neighbour when there are two processes: the stock path), on a non-periodic grid
  * (MPI_PROC_NULL neighbours), and on a graph where rank 0 alone repeats an edge (the stock path
- * on every process). The MPI_T counters tnbc_rm_* show which path each call took. */
+ * on every process). The MPI_T counters rm_exchanges, rm_stock and tnbc_rm_planned_sends show
+ * which path each call took. */
 
 #include "mpitest.h"
 #include "tnbc_test_pvar.h"
@@ -243,23 +244,23 @@ int main(int argc, char **argv)
     ours_alltoall = is_ours("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", 0);
     reorder_alltoall = is_ours("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", 1);
     ours_neighbor = is_ours("MPIR_CVAR_NEIGHBOR_ALLTOALLV_INTRA_ALGORITHM", 0);
-    unsigned long long ran = tnbc_read_pvar(session, "tnbc_rm_exchanges");
-    unsigned long long stock = tnbc_read_pvar(session, "tnbc_rm_stock");
+    unsigned long long ran = tnbc_read_pvar(session, "rm_exchanges");
+    unsigned long long stock = tnbc_read_pvar(session, "rm_stock");
     unsigned long long planned = tnbc_read_pvar(session, "tnbc_rm_planned_sends");
     if (ran == TNBC_PVAR_MISSING || stock == TNBC_PVAR_MISSING || planned == TNBC_PVAR_MISSING) {
-        fprintf(stderr, "tnbc_rm pvars not found\n");
+        fprintf(stderr, "rm pvars not found\n");
         errs++;
     }
 
     /* small pieces: T-NBC declines them, the algorithm runs; large: T-NBC takes them */
     for (int iter = 0; iter < 2; iter++) {
         errs += alltoall(MPI_COMM_WORLD, 4, 0);
-        errs += expect("alltoall 4", "tnbc_rm_exchanges", &ran, ours_alltoall);
+        errs += expect("alltoall 4", "rm_exchanges", &ran, ours_alltoall);
         errs += alltoall(MPI_COMM_WORLD, 1000, 0);
         errs += alltoall(MPI_COMM_WORLD, 70000, 0);
         errs += expect("alltoall 70000", "tnbc_rm_planned_sends", &planned,
                        tnbc_on && reorder_alltoall);
-        errs += expect("alltoall 1000, 70000", "tnbc_rm_exchanges", &ran,
+        errs += expect("alltoall 1000, 70000", "rm_exchanges", &ran,
                        ours_alltoall * (tnbc_on ? 1 : 2));
     }
     errs += alltoall(MPI_COMM_WORLD, 500, 1);
@@ -270,14 +271,14 @@ int main(int argc, char **argv)
     MPI_Comm_free(&half);
 
     /* T-NBC takes every neighbourhood call */
-    ran = tnbc_read_pvar(session, "tnbc_rm_exchanges");
+    ran = tnbc_read_pvar(session, "rm_exchanges");
     errs += dist_graph(MPI_COMM_WORLD, 0);
-    errs += expect("graph", "tnbc_rm_exchanges", &ran, ours_neighbor && !tnbc_on ? 6 : 0);
+    errs += expect("graph", "rm_exchanges", &ran, ours_neighbor && !tnbc_on ? 6 : 0);
     errs += cart(MPI_COMM_WORLD, 1, 1);
     errs += cart(MPI_COMM_WORLD, 2, 0);
-    stock = tnbc_read_pvar(session, "tnbc_rm_stock");
+    stock = tnbc_read_pvar(session, "rm_stock");
     errs += dist_graph(MPI_COMM_WORLD, 1);
-    errs += expect("repeated edge", "tnbc_rm_stock", &stock, ours_neighbor && !tnbc_on);
+    errs += expect("repeated edge", "rm_stock", &stock, ours_neighbor && !tnbc_on);
     errs += alltoall(MPI_COMM_WORLD, 64, 0);
 
     MPI_T_pvar_session_free(&session);

@@ -8,9 +8,9 @@
  * goes on, so that no process waits for a message that will not come). */
 
 #include "mpiimpl.h"
-#include "tnbc_rm.h"
+#include "rm_impl.h"
 
-void MPII_Tnbc_rm_note_error(MPII_Rm_call_t * c, int mpi_errno)
+void MPII_Rm_note_error(MPII_Rm_call_t * c, int mpi_errno)
 {
     if (!mpi_errno)
         return;
@@ -21,27 +21,27 @@ void MPII_Tnbc_rm_note_error(MPII_Rm_call_t * c, int mpi_errno)
 
 /* Errors found in what came (each with its own literal class: MPICH's error-message extraction
  * needs one) */
-void MPII_Tnbc_rm_note_malformed(MPII_Rm_call_t * c)
+void MPII_Rm_note_malformed(MPII_Rm_call_t * c)
 {
-    MPII_Tnbc_rm_note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+    MPII_Rm_note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
                                                     __LINE__, MPI_ERR_INTERN, "**fail", NULL));
 }
 
-void MPII_Tnbc_rm_note_truncated(MPII_Rm_call_t * c)
+void MPII_Rm_note_truncated(MPII_Rm_call_t * c)
 {
-    MPII_Tnbc_rm_note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+    MPII_Rm_note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
                                                     __LINE__, MPI_ERR_TRUNCATE, "**truncate",
                                                     NULL));
 }
 
 /* data expected from a sender that sent none (stock MPICH would wait for ever) */
-void MPII_Tnbc_rm_note_missing(MPII_Rm_call_t * c)
+void MPII_Rm_note_missing(MPII_Rm_call_t * c)
 {
-    MPII_Tnbc_rm_note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+    MPII_Rm_note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
                                                     __LINE__, MPI_ERR_OTHER, "**fail", NULL));
 }
 
-MPIR_Request **MPII_Tnbc_rm_new_req(MPII_Rm_call_t * c)
+MPIR_Request **MPII_Rm_new_req(MPII_Rm_call_t * c)
 {
     if (c->nreq == c->reqcap) {
         int cap = c->reqcap ? 2 * c->reqcap : 64;
@@ -55,7 +55,7 @@ MPIR_Request **MPII_Tnbc_rm_new_req(MPII_Rm_call_t * c)
     return &c->reqs[c->nreq++];
 }
 
-char *MPII_Tnbc_rm_new_buf(MPII_Rm_call_t * c, size_t bytes)
+char *MPII_Rm_new_buf(MPII_Rm_call_t * c, size_t bytes)
 {
     if (c->nbuf == c->bufcap) {
         int cap = c->bufcap ? 2 * c->bufcap : 64;
@@ -73,14 +73,14 @@ char *MPII_Tnbc_rm_new_buf(MPII_Rm_call_t * c, size_t bytes)
 
 /* The process of node `node` that receives the stream of `sender`: the node's processes take
  * the senders in turn. */
-int MPII_Tnbc_rm_forwarder_of(MPII_Rm_call_t * c, int sender, int node)
+int MPII_Rm_forwarder_of(MPII_Rm_call_t * c, int sender, int node)
 {
     const int *start = c->st->node_start;
     return c->st->node_ranks[start[node] + sender % (start[node + 1] - start[node])];
 }
 
 /* The position of rank in my node's ranks, or -1 if it is not on my node. */
-int MPII_Tnbc_rm_local_index(MPII_Rm_call_t * c, int rank)
+int MPII_Rm_local_index(MPII_Rm_call_t * c, int rank)
 {
     for (int l = 0; l < c->nlocal; l++)
         if (c->local[l] == rank)
@@ -89,53 +89,53 @@ int MPII_Tnbc_rm_local_index(MPII_Rm_call_t * c, int rank)
 }
 
 /* Whether process f of my node forwards the stream of sender i. */
-int MPII_Tnbc_rm_forwards_for(MPII_Rm_call_t * c, int f, int i)
+int MPII_Rm_forwards_for(MPII_Rm_call_t * c, int f, int i)
 {
-    return c->st->node_of[i] != c->my_node && MPII_Tnbc_rm_forwarder_of(c, i, c->my_node) == f;
+    return c->st->node_of[i] != c->my_node && MPII_Rm_forwarder_of(c, i, c->my_node) == f;
 }
 
-void MPII_Tnbc_rm_post_direct_recv(MPII_Rm_call_t * c, int p)
+void MPII_Rm_post_direct_recv(MPII_Rm_call_t * c, int p)
 {
-    MPIR_Request **r = MPII_Tnbc_rm_new_req(c);
+    MPIR_Request **r = MPII_Rm_new_req(c);
     if (!r) {
-        MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+        MPII_Rm_note_error(c, MPI_ERR_NO_MEM);
         return;
     }
     c->direct_req[p] = (int) (r - c->reqs);
-    MPII_Tnbc_rm_note_error(c, MPIC_Irecv(c->recvbuf + c->rdispls[p] * c->rext,
+    MPII_Rm_note_error(c, MPIC_Irecv(c->recvbuf + c->rdispls[p] * c->rext,
                                           c->recvcounts[p], c->recvtype, p, c->tag_direct,
                                           c->comm, r));
 }
 
-void MPII_Tnbc_rm_post_direct_send(MPII_Rm_call_t * c, int p)
+void MPII_Rm_post_direct_send(MPII_Rm_call_t * c, int p)
 {
-    MPIR_Request **r = MPII_Tnbc_rm_new_req(c);
+    MPIR_Request **r = MPII_Rm_new_req(c);
     if (!r) {
-        MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+        MPII_Rm_note_error(c, MPI_ERR_NO_MEM);
         return;
     }
-    MPII_Tnbc_rm_note_error(c, MPIC_Isend(c->sendbuf + c->sdispls[p] * c->sext,
+    MPII_Rm_note_error(c, MPIC_Isend(c->sendbuf + c->sdispls[p] * c->sext,
                                           c->sendcounts[p], c->sendtype, p, c->tag_direct,
                                           c->comm, r, c->errflag));
 }
 
 /* Waits for request i, frees it and returns its status. */
-MPI_Status MPII_Tnbc_rm_wait_req(MPII_Rm_call_t * c, int i)
+MPI_Status MPII_Rm_wait_req(MPII_Rm_call_t * c, int i)
 {
     MPI_Status status = {.MPI_ERROR = MPI_ERR_OTHER };
     MPIR_Request *r = c->reqs[i];
 
     if (!r)
         return status;          /* never posted: its error is already noted */
-    MPII_Tnbc_rm_note_error(c, MPIC_Wait(r, c->errflag));
+    MPII_Rm_note_error(c, MPIC_Wait(r, c->errflag));
     status = r->status;
-    MPII_Tnbc_rm_note_error(c, status.MPI_ERROR);
+    MPII_Rm_note_error(c, status.MPI_ERROR);
     MPIR_Request_free(r);
     c->reqs[i] = NULL;
     return status;
 }
 
-int MPII_Tnbc_rm_setup_call(MPII_Rm_call_t * c)
+int MPII_Rm_setup_call(MPII_Rm_call_t * c)
 {
     MPIR_Comm *comm = c->comm;
     MPI_Aint ssize, rsize;
@@ -165,20 +165,20 @@ int MPII_Tnbc_rm_setup_call(MPII_Rm_call_t * c)
     c->my_node = c->st->node_of[c->rank];
     c->local = c->st->node_ranks + c->st->node_start[c->my_node];
     c->nlocal = c->st->node_start[c->my_node + 1] - c->st->node_start[c->my_node];
-    c->my_local = MPII_Tnbc_rm_local_index(c, c->rank);
-    c->cap = MPIR_CVAR_TNBC_RM_AGGREGATE_MAX > 0 ? (size_t) MPIR_CVAR_TNBC_RM_AGGREGATE_MAX : 1;
-    c->merge_max = MPIR_CVAR_TNBC_RM_MERGE_MAX > 0 ? (size_t) MPIR_CVAR_TNBC_RM_MERGE_MAX : 0;
+    c->my_local = MPII_Rm_local_index(c, c->rank);
+    c->cap = MPIR_CVAR_REORDER_MERGE_AGGREGATE_MAX > 0 ? (size_t) MPIR_CVAR_REORDER_MERGE_AGGREGATE_MAX : 1;
+    c->merge_max = MPIR_CVAR_REORDER_MERGE_MSG_MAX > 0 ? (size_t) MPIR_CVAR_REORDER_MERGE_MSG_MAX : 0;
     c->direct_req = MPL_malloc(c->size * sizeof(int), MPL_MEM_COLL);
     c->own = MPL_calloc(c->size, sizeof(int), MPL_MEM_COLL);
     if (!c->direct_req || !c->own)
         return MPI_ERR_NO_MEM;
     for (int p = 0; p < c->size; p++)
         c->direct_req[p] = -1;
-    c->hdr_max = MPIR_Tnbc_rm_header_bytes(c->nlocal);
+    c->hdr_max = MPIR_Rm_header_bytes(c->nlocal);
     return MPI_SUCCESS;
 }
 
-void MPII_Tnbc_rm_free_call(MPII_Rm_call_t * c)
+void MPII_Rm_free_call(MPII_Rm_call_t * c)
 {
     for (int i = 0; i < c->nbuf; i++)
         MPL_free(c->bufs[i]);

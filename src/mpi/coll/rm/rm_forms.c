@@ -6,13 +6,12 @@
 /* The entry points of the reorder + merge family: MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM,
  * MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM and MPIR_CVAR_NEIGHBOR_ALLTOALLV_INTRA_ALGORITHM =
  * reorder | merge | reorder_merge (maint/patches/0015). Each form becomes the same exchange with
- * one count and displacement per rank (tnbc_reorder_merge.c): an Alltoall's are uniform, a
+ * one count and displacement per rank (rm_exchange.c): an Alltoall's are uniform, a
  * neighbourhood's are zero for ranks that are not neighbours. */
 
 #include "mpiimpl.h"
-#include "tnbc_pairwise.h"
-#include "tnbc_stats.h"
-#include "tnbc_rm.h"
+#include "coll_peers.h"
+#include "rm_impl.h"
 
 /* A tuning file may choose the algorithm without its restriction: in place goes stock. */
 static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI_Aint * sdispls,
@@ -21,13 +20,13 @@ static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI
                      MPIR_Errflag_t * errflag, int reorder, int merge)
 {
     if (sendbuf == MPI_IN_PLACE) {
-        MPII_Tnbc_stats_rm(MPII_TNBC_RM_STOCK);
+        MPII_Rm_count(MPII_RM_STOCK);
         return MPIR_Alltoallv_intra_pairwise_sendrecv_replace(sendbuf, sendcounts, sdispls,
                                                               sendtype, recvbuf, recvcounts,
                                                               rdispls, recvtype, comm_ptr,
                                                               errflag);
     }
-    return MPII_Tnbc_rm_exchange(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+    return MPII_Rm_exchange(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                  rdispls, recvtype, comm_ptr, errflag, reorder, merge);
 }
 
@@ -36,18 +35,18 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
                     MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int reorder, int merge)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPII_Tnbc_layout_t d;
+    MPIR_Coll_vlayout_t d;
 
     if (sendbuf == MPI_IN_PLACE) {
-        MPII_Tnbc_stats_rm(MPII_TNBC_RM_STOCK);
+        MPII_Rm_count(MPII_RM_STOCK);
         return MPIR_Alltoall_intra_pairwise_sendrecv_replace(sendbuf, sendcount, sendtype,
                                                              recvbuf, recvcount, recvtype,
                                                              comm_ptr, errflag);
     }
-    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_regular(&d, comm_ptr->local_size, sendcount,
+    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_regular(&d, comm_ptr->local_size, sendcount,
                                                  recvcount), mpi_errno, MPI_ERR_OTHER,
                         "**nomem");
-    mpi_errno = MPII_Tnbc_rm_exchange(sendbuf, d.sc, d.sd, sendtype, recvbuf, d.rc, d.rd,
+    mpi_errno = MPII_Rm_exchange(sendbuf, d.sc, d.sd, sendtype, recvbuf, d.rc, d.rd,
                                       recvtype, comm_ptr, errflag, reorder, merge);
     MPL_free(d.sc);
   fn_exit:
@@ -59,7 +58,7 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
 /* Whether no process lists a neighbour twice (MPI_PROC_NULL aside), agreed once per
  * communicator: a repeated neighbour has no place in one count per rank, and every process must
  * take the same path. */
-static int nbrs_simple(MPIR_Comm * comm_ptr, MPII_Rm_comm_t * st, const MPII_Tnbc_nbrs_t * nbrs,
+static int nbrs_simple(MPIR_Comm * comm_ptr, MPII_Rm_comm_t * st, const MPIR_Coll_nbrs_t * nbrs,
                        int *simple)
 {
     int mpi_errno = MPI_SUCCESS, repeated = 0;
@@ -96,25 +95,25 @@ static int neighbor_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
                               int merge)
 {
     int mpi_errno = MPI_SUCCESS, simple = 0;
-    MPII_Tnbc_nbrs_t nbrs = { 0 };
+    MPIR_Coll_nbrs_t nbrs = { 0 };
     MPII_Rm_comm_t *st;
-    MPII_Tnbc_layout_t d = { 0 };
+    MPIR_Coll_vlayout_t d = { 0 };
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
 
-    mpi_errno = MPII_Tnbc_get_nbrs(comm_ptr, &nbrs);
+    mpi_errno = MPIR_Coll_get_nbrs(comm_ptr, &nbrs);
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPII_Tnbc_rm_comm_get(comm_ptr, &st);
+    mpi_errno = MPII_Rm_comm_get(comm_ptr, &st);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = nbrs_simple(comm_ptr, st, &nbrs, &simple);
     MPIR_ERR_CHECK(mpi_errno);
     if (!simple) {
-        MPII_Tnbc_stats_rm(MPII_TNBC_RM_STOCK);
+        MPII_Rm_count(MPII_RM_STOCK);
         mpi_errno = MPIR_Neighbor_alltoallv_allcomm_nb(sendbuf, sendcounts, sdispls, sendtype,
                                                        recvbuf, recvcounts, rdispls, recvtype,
                                                        comm_ptr);
         goto fn_exit;
     }
-    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_layout_alloc(&d, comm_ptr->local_size), mpi_errno, MPI_ERR_OTHER,
+    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(&d, comm_ptr->local_size), mpi_errno, MPI_ERR_OTHER,
                         "**nomem");
     for (int k = 0; k < nbrs.outdegree; k++) {
         if (nbrs.dsts[k] != MPI_PROC_NULL) {
@@ -128,7 +127,7 @@ static int neighbor_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
             d.rd[nbrs.srcs[k]] = rdispls[k];
         }
     }
-    mpi_errno = MPII_Tnbc_rm_exchange(sendbuf, d.sc, d.sd, sendtype, recvbuf, d.rc, d.rd,
+    mpi_errno = MPII_Rm_exchange(sendbuf, d.sc, d.sd, sendtype, recvbuf, d.rc, d.rd,
                                       recvtype, comm_ptr, &errflag, reorder, merge);
   fn_exit:
     MPL_free(d.sc);

@@ -3,18 +3,18 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* What the reorder + merge files share: the Alltoallv, Alltoall and Neighbor_alltoallv entry
- * points (tnbc_rm_forms.c), the exchange they all become (tnbc_reorder_merge.c), a
- * communicator's kept state (tnbc_rm_comm.c), one call's view with its requests, buffers and
- * errors (tnbc_rm_call.c), the forwarder and receiving side of merged streams
- * (tnbc_rm_forward.c). Calls go one way: forms -> exchange -> forward -> call; comm is called by
- * forms and exchange, and by T-NBC's pairwise builder through MPII_Tnbc_rm_send_order
- * (tnbc_pairwise.h). */
+/* What the files of the reorder + merge family share: the Alltoallv, Alltoall and
+ * Neighbor_alltoallv entry points (rm_forms.c), the exchange they all become (rm_exchange.c), a
+ * communicator's kept state (rm_comm.c), one call's view with its requests, buffers and errors
+ * (rm_call.c), the forwarder and receiving side of merged streams (rm_forward.c), the counters
+ * (rm_stats.c). Calls go one way: forms -> exchange -> forward -> call; comm is called by forms
+ * and exchange, and by T-NBC through MPIR_Rm_send_order (rm.h). The plan itself is pure
+ * (rm_plan.c). */
 
-#ifndef TNBC_RM_H_INCLUDED
-#define TNBC_RM_H_INCLUDED
+#ifndef RM_IMPL_H_INCLUDED
+#define RM_IMPL_H_INCLUDED
 
-#include "tnbc_rmplan.h"
+#include "rm_plan.h"
 
 /* What a communicator keeps between calls (an attribute, freed with the communicator). */
 typedef struct {
@@ -24,8 +24,8 @@ typedef struct {
     int *node_start, *node_ranks;       /* the ranks of each node, ascending */
     int64_t *graph;             /* recv_total[size], then node_bytes[nnodes * nnodes] */
     uint64_t graph_gen;
-    MPIR_Tnbc_rm_cache_t cache;
-    MPIR_Tnbc_rm_msg_t *msgs;   /* the ordered plan for cache's key */
+    MPIR_Rm_cache_t cache;
+    MPIR_Rm_msg_t *msgs;   /* the ordered plan for cache's key */
     int nmsg;
     int nbrs_simple;            /* neighbour lists without repeats on every process: 1, 0,
                                  * or -1 not known yet */
@@ -74,38 +74,45 @@ typedef struct {
     int req;                    /* index into the call's requests */
 } MPII_Rm_inbox_t;
 
-/* tnbc_reorder_merge.c */
-int MPII_Tnbc_rm_exchange(const void *sendbuf, const MPI_Aint * sendcounts,
+/* rm_stats.c */
+typedef enum {
+    MPII_RM_EXCHANGE,           /* ran the exchange */
+    MPII_RM_STOCK               /* handed it to MPICH's own algorithm */
+} MPII_Rm_event_t;
+void MPII_Rm_count(MPII_Rm_event_t event);
+
+/* rm_exchange.c */
+int MPII_Rm_exchange(const void *sendbuf, const MPI_Aint * sendcounts,
                           const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
                           const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
                           MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
                           int reorder, int merge);
 
-/* tnbc_rm_comm.c */
-int MPII_Tnbc_rm_comm_get(MPIR_Comm * comm, MPII_Rm_comm_t ** out);
-int MPII_Tnbc_rm_update_graph(MPII_Rm_call_t * c);
-int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, int reorder);
+/* rm_comm.c */
+int MPII_Rm_comm_get(MPIR_Comm * comm, MPII_Rm_comm_t ** out);
+int MPII_Rm_update_graph(MPII_Rm_call_t * c);
+int MPII_Rm_plan(MPII_Rm_call_t * c, int reorder);
 
-/* tnbc_rm_call.c */
-int MPII_Tnbc_rm_setup_call(MPII_Rm_call_t * c);
-void MPII_Tnbc_rm_free_call(MPII_Rm_call_t * c);
-void MPII_Tnbc_rm_note_error(MPII_Rm_call_t * c, int mpi_errno);
-void MPII_Tnbc_rm_note_malformed(MPII_Rm_call_t * c);
-void MPII_Tnbc_rm_note_truncated(MPII_Rm_call_t * c);
-void MPII_Tnbc_rm_note_missing(MPII_Rm_call_t * c);
-MPIR_Request **MPII_Tnbc_rm_new_req(MPII_Rm_call_t * c);
-char *MPII_Tnbc_rm_new_buf(MPII_Rm_call_t * c, size_t bytes);
-int MPII_Tnbc_rm_forwarder_of(MPII_Rm_call_t * c, int sender, int node);
-int MPII_Tnbc_rm_local_index(MPII_Rm_call_t * c, int rank);
-int MPII_Tnbc_rm_forwards_for(MPII_Rm_call_t * c, int f, int i);
-void MPII_Tnbc_rm_post_direct_recv(MPII_Rm_call_t * c, int p);
-void MPII_Tnbc_rm_post_direct_send(MPII_Rm_call_t * c, int p);
-MPI_Status MPII_Tnbc_rm_wait_req(MPII_Rm_call_t * c, int i);
+/* rm_call.c */
+int MPII_Rm_setup_call(MPII_Rm_call_t * c);
+void MPII_Rm_free_call(MPII_Rm_call_t * c);
+void MPII_Rm_note_error(MPII_Rm_call_t * c, int mpi_errno);
+void MPII_Rm_note_malformed(MPII_Rm_call_t * c);
+void MPII_Rm_note_truncated(MPII_Rm_call_t * c);
+void MPII_Rm_note_missing(MPII_Rm_call_t * c);
+MPIR_Request **MPII_Rm_new_req(MPII_Rm_call_t * c);
+char *MPII_Rm_new_buf(MPII_Rm_call_t * c, size_t bytes);
+int MPII_Rm_forwarder_of(MPII_Rm_call_t * c, int sender, int node);
+int MPII_Rm_local_index(MPII_Rm_call_t * c, int rank);
+int MPII_Rm_forwards_for(MPII_Rm_call_t * c, int f, int i);
+void MPII_Rm_post_direct_recv(MPII_Rm_call_t * c, int p);
+void MPII_Rm_post_direct_send(MPII_Rm_call_t * c, int p);
+MPI_Status MPII_Rm_wait_req(MPII_Rm_call_t * c, int i);
 
-/* tnbc_rm_forward.c */
-void MPII_Tnbc_rm_forward(MPII_Rm_call_t * c);
-int MPII_Tnbc_rm_post_inboxes(MPII_Rm_call_t * c, MPII_Rm_inbox_t ** out);
-void MPII_Tnbc_rm_take_inbox(MPII_Rm_call_t * c, MPII_Rm_inbox_t * in,
+/* rm_forward.c */
+void MPII_Rm_forward(MPII_Rm_call_t * c);
+int MPII_Rm_post_inboxes(MPII_Rm_call_t * c, MPII_Rm_inbox_t ** out);
+void MPII_Rm_take_inbox(MPII_Rm_call_t * c, MPII_Rm_inbox_t * in,
                              const MPI_Status * status);
 
-#endif /* TNBC_RM_H_INCLUDED */
+#endif /* RM_IMPL_H_INCLUDED */

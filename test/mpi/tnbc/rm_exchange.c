@@ -191,6 +191,34 @@ static int truncation(MPI_Comm comm)
     return errs;
 }
 
+/* The CVARs' names of earlier releases are still read: with MPIR_CVAR_TNBC_RM_MERGE_MAX set,
+ * MPIR_CVAR_REORDER_MERGE_MSG_MAX (MPI_T) has its value. */
+static int old_names(void)
+{
+    const char *old = getenv("MPIR_CVAR_TNBC_RM_MERGE_MAX");
+    int provided, index, count, value = -1, errs = 0;
+    MPI_T_cvar_handle handle;
+
+    if (!old)
+        return 0;
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    if (MPI_T_cvar_get_index("MPIR_CVAR_REORDER_MERGE_MSG_MAX", &index) != MPI_SUCCESS) {
+        fprintf(stderr, "MPIR_CVAR_REORDER_MERGE_MSG_MAX not found\n");
+        errs++;
+    } else {
+        MPI_T_cvar_handle_alloc(index, NULL, &handle, &count);
+        MPI_T_cvar_read(handle, &value);
+        MPI_T_cvar_handle_free(&handle);
+        if (value != atoi(old)) {
+            fprintf(stderr, "MPIR_CVAR_REORDER_MERGE_MSG_MAX is %d, the old name said %s\n",
+                    value, old);
+            errs++;
+        }
+    }
+    MPI_T_finalize();
+    return errs;
+}
+
 int main(int argc, char **argv)
 {
     int errs = 0, rank, size;
@@ -218,6 +246,7 @@ int main(int argc, char **argv)
     if (size > 1)
         errs += truncation(MPI_COMM_WORLD);
     errs += exchange(MPI_COMM_WORLD, UNIFORM, 0, 0);
+    errs += old_names();
 
     MTest_Finalize(errs);
     return MTestReturnValue(errs);

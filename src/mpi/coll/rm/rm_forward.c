@@ -9,7 +9,7 @@
  * posted. */
 
 #include "mpiimpl.h"
-#include "tnbc_rm.h"
+#include "rm_impl.h"
 
 typedef struct {
     char *buf;                  /* assembled message for a process of my node */
@@ -28,14 +28,14 @@ static void post_aggregate_recv(MPII_Rm_call_t * c, MPII_Rm_source_t * s)
 {
     s->buf = MPL_malloc(c->hdr_max + c->cap, MPL_MEM_COLL);
     if (!s->buf) {
-        MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+        MPII_Rm_note_error(c, MPI_ERR_NO_MEM);
         s->done = 1;
         return;
     }
     int rc = MPIC_Irecv(s->buf, (MPI_Aint) (c->hdr_max + c->cap), MPI_BYTE, s->src,
                         c->tag_aggregate, c->comm, &s->req);
     if (rc) {
-        MPII_Tnbc_rm_note_error(c, rc);
+        MPII_Rm_note_error(c, rc);
         s->done = 1;
     }
 }
@@ -53,7 +53,7 @@ static int withdraw_recv(MPIR_Request * r)
 static void unpack_mine(MPII_Rm_call_t * c, int src, const char *data, size_t bytes)
 {
     MPI_Aint actual;
-    MPII_Tnbc_rm_note_error(c, MPIR_Typerep_unpack(data, bytes,
+    MPII_Rm_note_error(c, MPIR_Typerep_unpack(data, bytes,
                                                    c->recvbuf + c->rdispls[src] * c->rext,
                                                    c->recvcounts[src], c->recvtype, 0, &actual));
 }
@@ -70,11 +70,11 @@ static int expected_merged(MPII_Rm_call_t * c, int src, size_t bytes)
 static void take_aggregate(MPII_Rm_call_t * c, MPII_Rm_source_t * s, const char *buf, size_t len)
 {
     int nfrag, final;
-    const MPIR_Tnbc_rm_wire_frag_t *wf;
+    const MPIR_Rm_wire_frag_t *wf;
     const char *payload;
 
-    if (MPIR_Tnbc_rm_read_header(buf, len, c->nlocal, &nfrag, &final, &wf, &payload)) {
-        MPII_Tnbc_rm_note_malformed(c);
+    if (MPIR_Rm_read_header(buf, len, c->nlocal, &nfrag, &final, &wf, &payload)) {
+        MPII_Rm_note_malformed(c);
         s->done = 1;
         return;
     }
@@ -82,14 +82,14 @@ static void take_aggregate(MPII_Rm_call_t * c, MPII_Rm_source_t * s, const char 
         const char *data = payload;
         payload += wf[k].len;
         int in_comm = wf[k].dst >= 0 && wf[k].dst < c->size;
-        int l = in_comm ? MPII_Tnbc_rm_local_index(c, (int) wf[k].dst) : -1;
+        int l = in_comm ? MPII_Rm_local_index(c, (int) wf[k].dst) : -1;
         if (l < 0) {
-            MPII_Tnbc_rm_note_malformed(c);
+            MPII_Rm_note_malformed(c);
             continue;
         }
         MPII_Rm_slot_t *m = &s->slots[l];
         int mine = (l == c->my_local);
-        if (wf[k].off == MPIR_TNBC_RM_DIRECT_OFF) {
+        if (wf[k].off == MPIR_RM_DIRECT_OFF) {
             m->direct = (int64_t) wf[k].total + 1;
             if (mine)
                 c->own[s->src] = MPII_RM_DIRECT;
@@ -101,15 +101,15 @@ static void take_aggregate(MPII_Rm_call_t * c, MPII_Rm_source_t * s, const char 
             continue;
         }
         if (!m->buf) {
-            m->buf = MPII_Tnbc_rm_new_buf(c, wf[k].total);
+            m->buf = MPII_Rm_new_buf(c, wf[k].total);
             m->total = wf[k].total;
             if (!m->buf) {
-                MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+                MPII_Rm_note_error(c, MPI_ERR_NO_MEM);
                 continue;
             }
         }
         if (wf[k].total != m->total || wf[k].off + wf[k].len > m->total) {
-            MPII_Tnbc_rm_note_malformed(c);
+            MPII_Rm_note_malformed(c);
             continue;
         }
         memcpy(m->buf + wf[k].off, data, wf[k].len);
@@ -138,21 +138,21 @@ static void reconcile(MPII_Rm_call_t * c, int i, int kind, size_t bytes, const c
         return;
     if (kind == MPII_RM_DIRECT) {
         if (posted < 0)
-            MPII_Tnbc_rm_post_direct_recv(c, i);        /* it completes as a truncation */
+            MPII_Rm_post_direct_recv(c, i);        /* it completes as a truncation */
         return;
     }
     if (posted >= 0 && c->reqs[posted]) {
         /* a direct receive no message of this call will match (its tag is this call's) */
         if (!withdraw_recv(c->reqs[posted]))
-            MPII_Tnbc_rm_note_malformed(c);
+            MPII_Rm_note_malformed(c);
         c->reqs[posted] = NULL;
     }
     c->direct_req[i] = -1;
     if (kind == MPII_RM_NONE) {
         if (c->rbytes[i])
-            MPII_Tnbc_rm_note_missing(c);
+            MPII_Rm_note_missing(c);
     } else if (bytes > c->rbytes[i]) {
-        MPII_Tnbc_rm_note_truncated(c);
+        MPII_Rm_note_truncated(c);
     } else {
         unpack_mine(c, i, data, bytes);
     }
@@ -180,21 +180,21 @@ static void forward(MPII_Rm_call_t * c, MPII_Rm_source_t * src, int nsrc)
                 bytes += src[k].slots[l].buf ? src[k].slots[l].total : 0;
             }
         }
-        char *buf = MPII_Tnbc_rm_new_buf(c, MPIR_Tnbc_rm_directory_bytes(n) + bytes);
-        MPIR_Request **r = MPII_Tnbc_rm_new_req(c);
+        char *buf = MPII_Rm_new_buf(c, MPIR_Rm_directory_bytes(n) + bytes);
+        MPIR_Request **r = MPII_Rm_new_req(c);
         if (!buf || !r) {
-            MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+            MPII_Rm_note_error(c, MPI_ERR_NO_MEM);
             continue;
         }
         int64_t *dir = (int64_t *) buf;
-        char *p = buf + MPIR_Tnbc_rm_directory_bytes(n);
+        char *p = buf + MPIR_Rm_directory_bytes(n);
         dir[0] = n;
         n = 0;
         for (int k = 0; k < nsrc; k++) {
             MPII_Rm_slot_t *m = &src[k].slots[l];
             if (!forwardable(m)) {
                 if (m->buf)
-                    MPII_Tnbc_rm_note_malformed(c);
+                    MPII_Rm_note_malformed(c);
                 continue;
             }
             dir[1 + 2 * n] = src[k].src;
@@ -206,7 +206,7 @@ static void forward(MPII_Rm_call_t * c, MPII_Rm_source_t * src, int nsrc)
             memcpy(p, m->buf, m->total);
             p += m->total;
         }
-        MPII_Tnbc_rm_note_error(c, MPIC_Isend(buf, (MPI_Aint) (p - buf), MPI_BYTE, c->local[l],
+        MPII_Rm_note_error(c, MPIC_Isend(buf, (MPI_Aint) (p - buf), MPI_BYTE, c->local[l],
                                  c->tag_forward, c->comm, r, c->errflag));
     }
 }
@@ -219,7 +219,7 @@ static int my_sources(MPII_Rm_call_t * c, MPII_Rm_source_t ** out)
     if (!s)
         return -1;
     for (int i = 0; i < c->size; i++)
-        if (MPII_Tnbc_rm_forwards_for(c, c->rank, i))
+        if (MPII_Rm_forwards_for(c, c->rank, i))
             s[n++].src = i;
     *out = s;
     return n;
@@ -239,7 +239,7 @@ static void next_aggregate(MPII_Rm_call_t * c, MPII_Rm_source_t * s)
     s->req = NULL;
     s->buf = NULL;
     if (err) {
-        MPII_Tnbc_rm_note_error(c, err);
+        MPII_Rm_note_error(c, err);
         s->done = 1;
     } else {
         take_aggregate(c, s, buf, len);
@@ -272,7 +272,7 @@ static void receive_streams(MPII_Rm_call_t * c, MPII_Rm_source_t * src, int nsrc
         if (!made) {
             int rc = MPID_Progress_wait(&progress_state);
             if (rc) {
-                MPII_Tnbc_rm_note_error(c, rc);
+                MPII_Rm_note_error(c, rc);
                 break;
             }
         }
@@ -305,19 +305,19 @@ static void free_sources(MPII_Rm_source_t * src, int nsrc)
 }
 
 /* Receive every stream sent to me, forward, and take my own messages. */
-void MPII_Tnbc_rm_forward(MPII_Rm_call_t * c)
+void MPII_Rm_forward(MPII_Rm_call_t * c)
 {
     MPII_Rm_source_t *src = NULL;
     int nsrc = my_sources(c, &src);
 
     if (nsrc < 0) {
-        MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+        MPII_Rm_note_error(c, MPI_ERR_NO_MEM);
         return;
     }
     for (int k = 0; k < nsrc; k++) {
         src[k].slots = MPL_calloc(c->nlocal, sizeof(MPII_Rm_slot_t), MPL_MEM_COLL);
         if (!src[k].slots) {
-            MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+            MPII_Rm_note_error(c, MPI_ERR_NO_MEM);
             src[k].done = 1;
         }
     }
@@ -329,7 +329,7 @@ void MPII_Tnbc_rm_forward(MPII_Rm_call_t * c)
 }
 
 /* One message from every other process of my node that forwards for some remote sender. */
-int MPII_Tnbc_rm_post_inboxes(MPII_Rm_call_t * c, MPII_Rm_inbox_t ** out)
+int MPII_Rm_post_inboxes(MPII_Rm_call_t * c, MPII_Rm_inbox_t ** out)
 {
     int n = 0;
     MPII_Rm_inbox_t *in = MPL_calloc(c->nlocal + 1, sizeof(*in), MPL_MEM_COLL);
@@ -343,7 +343,7 @@ int MPII_Tnbc_rm_post_inboxes(MPII_Rm_call_t * c, MPII_Rm_inbox_t ** out)
         /* room for the most any sender merges, so that a message longer than I take is
          * judged on its own, not by truncating the whole inbox */
         for (int i = 0; i < c->size; i++) {
-            if (MPII_Tnbc_rm_forwards_for(c, f, i)) {
+            if (MPII_Rm_forwards_for(c, f, i)) {
                 nsrc++;
                 bytes += c->merge_max;
             }
@@ -351,15 +351,15 @@ int MPII_Tnbc_rm_post_inboxes(MPII_Rm_call_t * c, MPII_Rm_inbox_t ** out)
         if (nsrc == 0)
             continue;
         in[n].fwd = f;
-        in[n].cap = MPIR_Tnbc_rm_directory_bytes(nsrc) + bytes;
-        in[n].buf = MPII_Tnbc_rm_new_buf(c, in[n].cap);
-        MPIR_Request **r = MPII_Tnbc_rm_new_req(c);
+        in[n].cap = MPIR_Rm_directory_bytes(nsrc) + bytes;
+        in[n].buf = MPII_Rm_new_buf(c, in[n].cap);
+        MPIR_Request **r = MPII_Rm_new_req(c);
         if (!in[n].buf || !r) {
-            MPII_Tnbc_rm_note_error(c, MPI_ERR_NO_MEM);
+            MPII_Rm_note_error(c, MPI_ERR_NO_MEM);
             continue;
         }
         in[n].req = (int) (r - c->reqs);
-        MPII_Tnbc_rm_note_error(c, MPIC_Irecv(in[n].buf, (MPI_Aint) in[n].cap, MPI_BYTE, f,
+        MPII_Rm_note_error(c, MPIC_Irecv(in[n].buf, (MPI_Aint) in[n].cap, MPI_BYTE, f,
                                  c->tag_forward, c->comm, r));
         n++;
     }
@@ -369,7 +369,7 @@ int MPII_Tnbc_rm_post_inboxes(MPII_Rm_call_t * c, MPII_Rm_inbox_t ** out)
 
 /* Unpacks a forwarder's message: every source it forwards for and I expect data from must be
  * there, with no more than I can take. */
-void MPII_Tnbc_rm_take_inbox(MPII_Rm_call_t * c, MPII_Rm_inbox_t * in, const MPI_Status * status)
+void MPII_Rm_take_inbox(MPII_Rm_call_t * c, MPII_Rm_inbox_t * in, const MPI_Status * status)
 {
     int n;
     const int64_t *dir;
@@ -378,13 +378,13 @@ void MPII_Tnbc_rm_take_inbox(MPII_Rm_call_t * c, MPII_Rm_inbox_t * in, const MPI
 
     if (status->MPI_ERROR)
         return; /* reported with its request */
-    if (MPIR_Tnbc_rm_read_directory(in->buf, len, &n, &dir, &payload)) {
-        MPII_Tnbc_rm_note_malformed(c);
+    if (MPIR_Rm_read_directory(in->buf, len, &n, &dir, &payload)) {
+        MPII_Rm_note_malformed(c);
         return;
     }
     int k = 0;
     for (int i = 0; i < c->size; i++) {
-        if (!MPII_Tnbc_rm_forwards_for(c, in->fwd, i))
+        if (!MPII_Rm_forwards_for(c, in->fwd, i))
             continue;
         int have = (k < n && dir[2 * k] == i);
         int64_t b = have ? dir[2 * k + 1] : 0;
@@ -395,5 +395,5 @@ void MPII_Tnbc_rm_take_inbox(MPII_Rm_call_t * c, MPII_Rm_inbox_t * in, const MPI
         k += have;
     }
     if (k != n)
-        MPII_Tnbc_rm_note_malformed(c);
+        MPII_Rm_note_malformed(c);
 }

@@ -4,21 +4,20 @@
  */
 
 /* What a communicator keeps for the reorder + merge algorithms (an attribute, freed with it):
- * its nodes, the node graph learnt by an Allreduce every MPIR_CVAR_TNBC_RM_REFRESH calls, and
+ * its nodes, the node graph learnt by an Allreduce every MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH calls, and
  * the last plan with the key it was made for. */
 
 #include "mpiimpl.h"
-#include "tnbc_node.h"
-#include "tnbc_pairwise.h"
-#include "tnbc_stats.h"
-#include "tnbc_rm.h"
+#include "rm.h"
+#include "rm_impl.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
 
 cvars:
-    - name        : MPIR_CVAR_TNBC_RM_REFRESH
-      category    : TNBC
+    - name        : MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH
+      category    : COLLECTIVE
+      alt-env     : MPIR_CVAR_TNBC_RM_REFRESH
       type        : int
       default     : 64
       class       : none
@@ -33,6 +32,13 @@ cvars:
 
 static int rm_keyval = MPI_KEYVAL_INVALID;
 
+/* The node of a rank, or -1 for a process of another world (spawn, connect/accept). */
+static int node_of(MPIR_Comm * comm, int rank)
+{
+    int id;
+    return MPID_Get_node_id(comm, rank, &id) == MPI_SUCCESS ? id : -1;
+}
+
 static int rm_delete_fn(MPI_Comm comm, int keyval, void *attr_val, void *extra)
 {
     MPII_Rm_comm_t *st = attr_val;
@@ -41,7 +47,7 @@ static int rm_delete_fn(MPI_Comm comm, int keyval, void *attr_val, void *extra)
     MPL_free(st->node_ranks);
     MPL_free(st->graph);
     MPL_free(st->msgs);
-    MPIR_Tnbc_rm_cache_free(&st->cache);
+    MPIR_Rm_cache_free(&st->cache);
     MPL_free(st);
     return MPI_SUCCESS;
 }
@@ -70,10 +76,10 @@ static int map_nodes(MPIR_Comm * comm, MPII_Rm_comm_t * st)
         return MPI_ERR_NO_MEM;
     }
     for (int r = 0; r < size && all_known; r++)
-        all_known = MPII_Tnbc_node_of(comm, r) >= 0;
+        all_known = node_of(comm, r) >= 0;
     st->nnodes = 0;
     for (int r = 0; r < size; r++) {
-        int id = all_known ? MPII_Tnbc_node_of(comm, r) : -1 - r, k;
+        int id = all_known ? node_of(comm, r) : -1 - r, k;
         for (k = 0; k < st->nnodes && ids[k] != id; k++);
         if (k == st->nnodes)
             ids[st->nnodes++] = id;
@@ -98,7 +104,7 @@ static int map_nodes(MPIR_Comm * comm, MPII_Rm_comm_t * st)
     return MPI_SUCCESS;
 }
 
-int MPII_Tnbc_rm_comm_get(MPIR_Comm * comm, MPII_Rm_comm_t ** out)
+int MPII_Rm_comm_get(MPIR_Comm * comm, MPII_Rm_comm_t ** out)
 {
     int mpi_errno = MPI_SUCCESS, flag = 0;
     MPII_Rm_comm_t *st = NULL;
@@ -164,11 +170,11 @@ static int learn_graph(MPII_Rm_call_t * c)
 }
 
 /* Learns the node graph on the first call on the communicator and every
- * MPIR_CVAR_TNBC_RM_REFRESH calls: a count every process agrees on, so all take part. */
-int MPII_Tnbc_rm_update_graph(MPII_Rm_call_t * c)
+ * MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH calls: a count every process agrees on, so all take part. */
+int MPII_Rm_update_graph(MPII_Rm_call_t * c)
 {
     int mpi_errno = MPI_SUCCESS;
-    uint64_t refresh = MPIR_CVAR_TNBC_RM_REFRESH > 0 ? MPIR_CVAR_TNBC_RM_REFRESH : 0;
+    uint64_t refresh = MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH > 0 ? MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH : 0;
 
     if (c->st->calls == 0 || (refresh && c->st->calls % refresh == 0))
         mpi_errno = learn_graph(c);
@@ -182,14 +188,14 @@ int MPII_Tnbc_rm_update_graph(MPII_Rm_call_t * c)
 static int plan(MPII_Rm_comm_t * st, int rank, int size, const size_t * sbytes,
                 const size_t * rbytes, int reorder)
 {
-    MPIR_Tnbc_rm_order_t order = !reorder ? MPIR_TNBC_RM_ORDER_RING :
-        (MPIR_CVAR_TNBC_RM_DISTANCE == MPIR_CVAR_TNBC_RM_DISTANCE_far_first) ?
-        MPIR_TNBC_RM_ORDER_FAR_FIRST : MPIR_TNBC_RM_ORDER_NEAR_FIRST;
-    uint64_t sig = MPIR_Tnbc_rm_signature(sbytes, rbytes, size) ^ (uint64_t) order;
+    MPIR_Rm_order_t order = !reorder ? MPIR_RM_ORDER_RING :
+        (MPIR_CVAR_REORDER_MERGE_DISTANCE == MPIR_CVAR_REORDER_MERGE_DISTANCE_far_first) ?
+        MPIR_RM_ORDER_FAR_FIRST : MPIR_RM_ORDER_NEAR_FIRST;
+    uint64_t sig = MPIR_Rm_signature(sbytes, rbytes, size) ^ (uint64_t) order;
 
-    if (MPIR_Tnbc_rm_cache_lookup(&st->cache, sig, st->graph_gen, sbytes, rbytes, size))
+    if (MPIR_Rm_cache_lookup(&st->cache, sig, st->graph_gen, sbytes, rbytes, size))
         return MPI_SUCCESS;
-    MPIR_Tnbc_rm_msg_t *m = MPL_realloc(st->msgs, size * sizeof(*m), MPL_MEM_COLL);
+    MPIR_Rm_msg_t *m = MPL_realloc(st->msgs, size * sizeof(*m), MPL_MEM_COLL);
     if (!m) {
         st->cache.valid = 0;
         return MPI_ERR_NO_MEM;
@@ -203,48 +209,43 @@ static int plan(MPII_Rm_comm_t * st, int rank, int size, const size_t * sbytes,
         if (p == rank || sbytes[p] == 0)
             continue;
         int64_t recv = st->graph ? st->graph[p] : 0;
-        m[st->nmsg++] = (MPIR_Tnbc_rm_msg_t) {.peer = p,.node = st->node_of[p],
+        m[st->nmsg++] = (MPIR_Rm_msg_t) {.peer = p,.node = st->node_of[p],
             .bytes = sbytes[p],.weight = sent > recv ? sent : recv
         };
     }
-    MPIR_Tnbc_rm_order(m, st->nmsg, st->node_of[rank], rank, size, order);
+    MPIR_Rm_order(m, st->nmsg, st->node_of[rank], rank, size, order);
     return MPI_SUCCESS;
 }
 
-int MPII_Tnbc_rm_plan(MPII_Rm_call_t * c, int reorder)
+int MPII_Rm_plan(MPII_Rm_call_t * c, int reorder)
 {
     return plan(c->st, c->rank, c->size, c->sbytes, c->rbytes, reorder);
 }
 
-/* With MPIR_CVAR_ALLTOALL(V)_INTRA_ALGORITHM=reorder or reorder_merge, T-NBC's Alltoall(v)
- * schedule posts its sends in the plan's order as the blocking algorithm would (merging stays
- * the blocking algorithm's). It plans with the node graph the blocking algorithm last learnt on
- * the communicator, if any, and never learns it: that takes an Allreduce, a wait for every
- * process, which a call that returns early must not have. Returns send_pos (send_pos[p]: the
- * position of the message to p, 0 first; self and empty ones last), or NULL for ring order. */
-const int *MPII_Tnbc_rm_send_order(MPIR_Tnbc_coll_t coll, MPIR_Comm * comm,
-                                   const size_t * sbytes, const size_t * rbytes, int *send_pos)
+/* T-NBC's Alltoall(v) schedule posts its sends in the plan's order as the blocking algorithm
+ * would (merging stays the blocking algorithm's); see rm.h. */
+const int *MPIR_Rm_send_order(MPIR_Rm_form_t form, MPIR_Comm * comm, const size_t * sbytes,
+                              const size_t * rbytes, int *send_pos)
 {
     MPII_Rm_comm_t *st;
     int reorder = 0;
 
-    if (coll == MPIR_TNBC_COLL_ALLTOALL)
+    if (form == MPIR_RM_FORM_ALLTOALL)
         reorder = (MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM ==
                    MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM_reorder ||
                    MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM ==
                    MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM_reorder_merge);
-    else if (coll == MPIR_TNBC_COLL_ALLTOALLV)
+    else if (form == MPIR_RM_FORM_ALLTOALLV)
         reorder = (MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM ==
                    MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM_reorder ||
                    MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM ==
                    MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM_reorder_merge);
-    if (!reorder || MPII_Tnbc_rm_comm_get(comm, &st) ||
+    if (!reorder || MPII_Rm_comm_get(comm, &st) ||
         plan(st, comm->rank, comm->local_size, sbytes, rbytes, 1))
         return NULL;    /* the order never changes what matches what */
     for (int p = 0; p < comm->local_size; p++)
         send_pos[p] = comm->local_size;
     for (int i = 0; i < st->nmsg; i++)
         send_pos[st->msgs[i].peer] = i;
-    MPII_Tnbc_stats_rm(MPII_TNBC_RM_PLANNED_SENDS);
     return send_pos;
 }
