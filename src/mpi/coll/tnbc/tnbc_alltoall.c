@@ -14,7 +14,6 @@
 #include "mpiimpl.h"
 #include "rm.h"
 #include "tnbc_access.h"
-#include "tnbc_engine.h"
 #include "tnbc_entry.h"
 #include "tnbc_op.h"
 #include "tnbc_pairwise.h"
@@ -221,13 +220,6 @@ static const int *access_order(MPII_Tnbc_start_t * args, const MPIR_Coll_nbrs_t 
     return MPIR_CVAR_TNBC_RECV_ORDER ? args->arb.access_pos : NULL;
 }
 
-/* One pairwise call's pieces: per peer, bytes and offset in the send and receive spaces. */
-typedef struct {
-    int ns, nr;
-    size_t *sbytes, *soff, *rbytes, *roff;
-    int *send_pos_space;        /* room for an order of the sends */
-} MPII_Tnbc_pieces_t;
-
 /* The bytes of each peer's piece of a side; returns the largest. */
 static size_t count_side(const MPII_Tnbc_side_t * side, int n, size_t * bytes)
 {
@@ -322,121 +314,143 @@ static int place_recv_and_build(MPII_Tnbc_start_t * args, const MPII_Tnbc_side_t
                  pc->rbytes, pc->roff, recv_pos, send_pos);
 }
 
-/* What a call that waited into a temporary space unpacks (MPII_Tnbc_run). */
-typedef struct {
-    const MPII_Tnbc_side_t *recv;
-    const MPII_Tnbc_pieces_t *pieces;
-} MPII_Tnbc_recv_unpack_t;
-
 static int unpack_recv(const void *ctx, const void *packed)
 {
-    const MPII_Tnbc_recv_unpack_t *u = ctx;
-    return unpack_side(packed, u->recv, u->pieces->nr, u->pieces->rbytes, u->pieces->roff);
+    const MPII_Tnbc_pairwise_t *pw = ctx;
+    return unpack_side(packed, &pw->recv, pw->pc.nr, pw->pc.rbytes, pw->pc.roff);
 }
 
-int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send_side,
-                         const MPII_Tnbc_side_t * recv, MPIR_Comm * comm_ptr,
-                         const MPIR_Coll_nbrs_t * nbrs, int flags, int *handled)
+int MPII_Tnbc_pairwise_describe(MPII_Tnbc_pairwise_t * pw, MPII_Tnbc_start_t * args,
+                                MPIR_Tnbc_call_facts_t * facts)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
-    MPII_Tnbc_pieces_t pc = {.ns = nbrs ? nbrs->outdegree : comm_ptr->local_size,
-        .nr = nbrs ? nbrs->indegree : comm_ptr->local_size
-    };
-    MPIR_CHKLMEM_DECL(5);
+    MPII_Tnbc_pieces_t *pc = &pw->pc;
+    const MPIR_Coll_nbrs_t *nbrs = pw->by_nbrs ? &pw->nbrs : NULL;
 
-    *handled = 0;
-    int in_place = (send_side->buf == MPI_IN_PLACE);
+    pc->ns = nbrs ? nbrs->outdegree : args->comm->local_size;
+    pc->nr = nbrs ? nbrs->indegree : args->comm->local_size;
+    /* one allocation: bytes and offsets of both sides, and room for an order of the sends */
+    size_t nsize = 2 * (size_t) (pc->ns + pc->nr) + 4;
+    pc->sbytes = MPL_malloc(nsize * sizeof(size_t) + (pc->ns + 1) * sizeof(int), MPL_MEM_COLL);
+    MPIR_ERR_CHKANDJUMP(!pc->sbytes, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    pc->soff = pc->sbytes + pc->ns + 1;
+    pc->rbytes = pc->soff + pc->ns + 1;
+    pc->roff = pc->rbytes + pc->nr + 1;
+    pc->send_pos_space = (int *) (pc->sbytes + nsize);
+
     /* MPI_IN_PLACE: each piece goes out from where its reply will land (Alltoall semantics) */
-    const MPII_Tnbc_side_t *send = in_place ? recv : send_side;
-    MPIR_CHKLMEM_MALLOC(pc.sbytes, size_t *, (pc.ns + 1) * sizeof(size_t), mpi_errno, "sbytes",
-                        MPL_MEM_COLL);
-    MPIR_CHKLMEM_MALLOC(pc.soff, size_t *, (pc.ns + 1) * sizeof(size_t), mpi_errno, "soff",
-                        MPL_MEM_COLL);
-    MPIR_CHKLMEM_MALLOC(pc.rbytes, size_t *, (pc.nr + 1) * sizeof(size_t), mpi_errno, "rbytes",
-                        MPL_MEM_COLL);
-    MPIR_CHKLMEM_MALLOC(pc.roff, size_t *, (pc.nr + 1) * sizeof(size_t), mpi_errno, "roff",
-                        MPL_MEM_COLL);
-    MPIR_CHKLMEM_MALLOC(pc.send_pos_space, int *, (pc.ns + 1) * sizeof(int), mpi_errno,
-                        "send_pos", MPL_MEM_COLL);
-    size_t largest_send = count_side(send, pc.ns, pc.sbytes);
-    size_t largest_recv = count_side(recv, pc.nr, pc.rbytes);
-
-    MPIR_Tnbc_call_facts_t facts = {.coll = coll,
-        .size_is_global = !!(flags & MPII_TNBC_SIZE_IS_GLOBAL),
-        .largest_submsg_bytes = MPL_MAX(largest_send, largest_recv)
-    };
-    if (MPII_Tnbc_decide(&facts, comm_ptr) != MPIR_TNBC_ACCEPT)
-        goto fn_exit;
-    *handled = 1;
+    pw->in_place = (pw->send.buf == MPI_IN_PLACE);
+    if (pw->in_place)
+        pw->send = pw->recv;
+    size_t largest_send = count_side(&pw->send, pc->ns, pc->sbytes);
+    size_t largest_recv = count_side(&pw->recv, pc->nr, pc->rbytes);
+    facts->size_is_global = !!(pw->flags & MPII_TNBC_SIZE_IS_GLOBAL);
+    facts->largest_submsg_bytes = MPL_MAX(largest_send, largest_recv);
     /* a process that only sends (Gather at a non-root) judges by what it sends */
-    args.ret.small = ((largest_recv ? largest_recv : largest_send) < MPII_Tnbc_policy.min_bytes);
-    MPIR_Tnbc_site_t *site;
-    const int *recv_pos, *send_pos;
-    order_pieces(&args, nbrs, &pc, &recv_pos, &send_pos, &site);
+    args->ret.small = ((largest_recv ? largest_recv : largest_send) < MPII_Tnbc_policy.min_bytes);
+  fn_fail:
+    return mpi_errno;
+}
 
-    mpi_errno = place_send(&args, send, in_place || (flags & MPII_TNBC_PACK_SEND), &pc);
+int MPII_Tnbc_pairwise_build(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_pairwise_t *pw = call;
+    const MPIR_Coll_nbrs_t *nbrs = pw->by_nbrs ? &pw->nbrs : NULL;
+    const int *recv_pos, *send_pos;
+
+    order_pieces(args, nbrs, &pw->pc, &recv_pos, &send_pos, &launch->site);
+    mpi_errno = place_send(args, &pw->send, pw->in_place || (pw->flags & MPII_TNBC_PACK_SEND),
+                           &pw->pc);
     MPIR_ERR_CHECK(mpi_errno);
-    int rc = place_recv_and_build(&args, recv, nbrs, &pc, recv_pos, send_pos);
+    int rc = place_recv_and_build(args, &pw->recv, nbrs, &pw->pc, recv_pos, send_pos);
     /* the self pair's type signatures differ: erroneous, and only this process is involved */
     MPIR_ERR_CHKANDJUMP(rc == MPIR_TNBC_SCHED_ERR_ARG, mpi_errno, MPI_ERR_TRUNCATE, "**truncate");
     MPIR_ERR_CHKANDJUMP(rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    MPII_Tnbc_recv_unpack_t unpack = {.recv = recv,.pieces = &pc };
-    mpi_errno = MPII_Tnbc_run(&args, site, unpack_recv, &unpack);
-    MPIR_ERR_CHECK(mpi_errno);
-
-  fn_exit:
-    MPL_free(args.buf.send_packed);
-    MPIR_Tnbc_sched_free(&args.sched);
-    MPIR_CHKLMEM_FREEALL();
-    return mpi_errno;
+    launch->unpack = unpack_recv;
+    launch->unpack_ctx = pw;
   fn_fail:
-    goto fn_exit;
+    return mpi_errno;
 }
 
-int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Aint sendcounts[],
-                       const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
-                       const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
-                       MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
-                       const MPIR_Coll_nbrs_t * nbrs, int flags, int *handled)
+void MPII_Tnbc_pairwise_finish(void *call)
 {
-    MPII_Tnbc_side_t send = {.buf = sendbuf,.counts = sendcounts,.displs = sdispls,
-        .type = sendtype
-    };
-    MPII_Tnbc_side_t recv = {.buf = recvbuf,.counts = recvcounts,.displs = rdispls,
-        .type = recvtype
-    };
-    return MPII_Tnbc_pairwise_w(coll, &send, &recv, comm_ptr, nbrs, flags, handled);
+    MPII_Tnbc_pairwise_t *pw = call;
+    MPL_free(pw->pc.sbytes);
+    MPL_free(pw->layout.sc);
+    MPL_free(pw->nbrs.srcs);
 }
+
+/* ---- Alltoall, Alltoallv, Alltoallw ---- */
+
+static int settle_sides(const void *call, MPIR_Comm * comm_ptr)
+{
+    const MPII_Tnbc_pairwise_t *pw = call;
+    int mpi_errno = settle_side(&pw->send, comm_ptr->local_size);
+    return mpi_errno ? mpi_errno : settle_side(&pw->recv, comm_ptr->local_size);
+}
+
+static int describe_sides(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t * facts)
+{
+    return MPII_Tnbc_pairwise_describe(call, args, facts);
+}
+
+/* Alltoallv and Alltoallw: the sides are the call's arguments. */
+static const MPII_Tnbc_form_t sides_form = {
+    .settle = settle_sides,.describe = describe_sides,.build = MPII_Tnbc_pairwise_build,
+    .finish = MPII_Tnbc_pairwise_finish
+};
+
+typedef struct {
+    MPII_Tnbc_pairwise_t pw;    /* first: the pairwise steps take the call as theirs */
+    MPI_Aint sendcount, recvcount;
+} MPII_Tnbc_alltoall_t;
+
+static int settle_alltoall(const void *call, MPIR_Comm * comm_ptr)
+{
+    const MPII_Tnbc_alltoall_t *a = call;
+    int mpi_errno = MPI_SUCCESS, n = comm_ptr->local_size;
+    if (a->pw.send.buf != MPI_IN_PLACE)
+        mpi_errno = MPIR_Tnbc_settle_buf(a->pw.send.buf, a->sendcount * n, a->pw.send.type);
+    return mpi_errno ? mpi_errno : MPIR_Tnbc_settle_buf(a->pw.recv.buf, a->recvcount * n,
+                                                        a->pw.recv.type);
+}
+
+/* the regular layout as a v-layout: one code path for both */
+static int describe_alltoall(void *call, MPII_Tnbc_start_t * args,
+                             MPIR_Tnbc_call_facts_t * facts)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_alltoall_t *a = call;
+    MPIR_Coll_vlayout_t *l = &a->pw.layout;
+
+    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_regular(l, args->comm->local_size, a->sendcount,
+                                                  a->recvcount), mpi_errno, MPI_ERR_OTHER,
+                        "**nomem");
+    a->pw.send.counts = l->sc;
+    a->pw.send.displs = l->sd;
+    a->pw.recv.counts = l->rc;
+    a->pw.recv.displs = l->rd;
+    mpi_errno = MPII_Tnbc_pairwise_describe(&a->pw, args, facts);
+  fn_fail:
+    return mpi_errno;
+}
+
+static const MPII_Tnbc_form_t alltoall_form = {
+    .settle = settle_alltoall,.describe = describe_alltoall,.build = MPII_Tnbc_pairwise_build,
+    .finish = MPII_Tnbc_pairwise_finish
+};
 
 int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                        void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                        MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    int mpi_errno = MPI_SUCCESS;
-    int n = MPII_Tnbc_peers(comm_ptr);
-    MPIR_Coll_vlayout_t l = { 0 };
-
-    if (sendbuf != MPI_IN_PLACE)
-        MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount * n, sendtype);
-    MPIR_TNBC_SETTLE_BUF(recvbuf, recvcount * n, recvtype);
-    if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLTOALL };
-        return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-    }
-
-    /* the regular layout as a v-layout: one code path for both */
-    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_regular(&l, n, sendcount, recvcount), mpi_errno,
-                        MPI_ERR_OTHER, "**nomem");
-    mpi_errno = MPII_Tnbc_pairwise(MPIR_TNBC_COLL_ALLTOALL, sendbuf, l.sc, l.sd, sendtype,
-                                   recvbuf, l.rc, l.rd, recvtype, comm_ptr, NULL,
-                                   MPII_TNBC_SIZE_IS_GLOBAL, tnbc_handled);
-
-  fn_exit:
-    MPL_free(l.sc);
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
+    MPII_Tnbc_alltoall_t a = {.pw = {.send = {.buf = sendbuf,.type = sendtype},
+                                     .recv = {.buf = recvbuf,.type = recvtype},
+                                     .flags = MPII_TNBC_SIZE_IS_GLOBAL},
+        .sendcount = sendcount,.recvcount = recvcount
+    };
+    return MPII_Tnbc_enter(&alltoall_form, &a, MPIR_TNBC_COLL_ALLTOALL, comm_ptr, tnbc_handled);
 }
 
 int MPIR_Tnbc_Alltoallv(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint sdispls[],
@@ -444,26 +458,11 @@ int MPIR_Tnbc_Alltoallv(const void *sendbuf, const MPI_Aint sendcounts[], const 
                         const MPI_Aint rdispls[], MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
                         MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    int mpi_errno = MPI_SUCCESS;
-    int n = MPII_Tnbc_peers(comm_ptr);
-
-    if (MPIR_TNBC_OWNS_BUFFERS()) {
-        if (sendbuf != MPI_IN_PLACE) {
-            mpi_errno = MPII_Tnbc_settle_v(sendbuf, sendcounts, sdispls, sendtype, n);
-            MPIR_ERR_CHECK(mpi_errno);
-        }
-        mpi_errno = MPII_Tnbc_settle_v(recvbuf, recvcounts, rdispls, recvtype, n);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
-    if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLTOALLV };
-        return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-    }
-    mpi_errno = MPII_Tnbc_pairwise(MPIR_TNBC_COLL_ALLTOALLV, sendbuf, sendcounts, sdispls,
-                                   sendtype, recvbuf, recvcounts, rdispls, recvtype, comm_ptr,
-                                   NULL, 0, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
+    MPII_Tnbc_pairwise_t pw = {
+        .send = {.buf = sendbuf,.counts = sendcounts,.displs = sdispls,.type = sendtype},
+        .recv = {.buf = recvbuf,.counts = recvcounts,.displs = rdispls,.type = recvtype}
+    };
+    return MPII_Tnbc_enter(&sides_form, &pw, MPIR_TNBC_COLL_ALLTOALLV, comm_ptr, tnbc_handled);
 }
 
 int MPIR_Tnbc_Alltoallw(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint sdispls[],
@@ -471,26 +470,9 @@ int MPIR_Tnbc_Alltoallw(const void *sendbuf, const MPI_Aint sendcounts[], const 
                         const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                         MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    int mpi_errno = MPI_SUCCESS;
-    int n = MPII_Tnbc_peers(comm_ptr);
-    MPII_Tnbc_side_t send = {.buf = sendbuf,.counts = sendcounts,.displs = sdispls,
-        .types = sendtypes
+    MPII_Tnbc_pairwise_t pw = {
+        .send = {.buf = sendbuf,.counts = sendcounts,.displs = sdispls,.types = sendtypes},
+        .recv = {.buf = recvbuf,.counts = recvcounts,.displs = rdispls,.types = recvtypes}
     };
-    MPII_Tnbc_side_t recv = {.buf = recvbuf,.counts = recvcounts,.displs = rdispls,
-        .types = recvtypes
-    };
-
-    if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLTOALLW };
-        MPIR_TNBC_SETTLE_ALL();
-        return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-    }
-    mpi_errno = settle_side(&send, n);
-    MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = settle_side(&recv, n);
-    MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPII_Tnbc_pairwise_w(MPIR_TNBC_COLL_ALLTOALLW, &send, &recv, comm_ptr, NULL, 0,
-                                     tnbc_handled);
-  fn_fail:
-    return mpi_errno;
+    return MPII_Tnbc_enter(&sides_form, &pw, MPIR_TNBC_COLL_ALLTOALLW, comm_ptr, tnbc_handled);
 }

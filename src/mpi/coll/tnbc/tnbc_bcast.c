@@ -19,7 +19,6 @@
 
 #include "mpiimpl.h"
 #include "tnbc_access.h"
-#include "tnbc_engine.h"
 #include "tnbc_entry.h"
 #include "tnbc_node.h"
 #include "tnbc_op.h"
@@ -177,80 +176,103 @@ static int order_segments(MPII_Tnbc_start_t * args, int root, size_t nbytes, int
     return mpi_errno;
 }
 
-/* What a Bcast that waited into a temporary space unpacks (MPII_Tnbc_run). */
+/* One Bcast call, and what its steps keep. */
 typedef struct {
     void *buffer;
     MPI_Aint count;
     MPI_Datatype datatype;
+    int root;
     size_t nbytes;
-} MPII_Tnbc_bcast_unpack_t;
+    int *tree_ranks;            /* the tree's order of the ranks, by node (or NULL) */
+    const int *child_pos[MPIR_TNBC_BCAST_MAX_CHILDREN];
+} MPII_Tnbc_bcast_t;
 
 static int unpack_buffer(const void *ctx, const void *packed)
 {
-    const MPII_Tnbc_bcast_unpack_t *u = ctx;
+    const MPII_Tnbc_bcast_t *b = ctx;
     MPI_Aint actual;
-    return MPIR_Typerep_unpack(packed, u->nbytes, u->buffer, u->count, u->datatype, 0, &actual);
+    return MPIR_Typerep_unpack(packed, b->nbytes, b->buffer, b->count, b->datatype, 0, &actual);
 }
+
+static int settle(const void *call, MPIR_Comm * comm_ptr)
+{
+    const MPII_Tnbc_bcast_t *b = call;
+    return MPIR_Tnbc_settle_buf(b->buffer, b->count, b->datatype);
+}
+
+static int describe(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t * facts)
+{
+    MPII_Tnbc_bcast_t *b = call;
+    MPI_Aint typesize;
+    MPIR_Datatype_get_size_macro(b->datatype, typesize);
+    b->nbytes = b->count > 0 ? b->count * typesize : 0;
+    facts->size_is_global = 1;
+    facts->largest_submsg_bytes = b->nbytes;
+    return MPI_SUCCESS;
+}
+
+/* The root sends from the user's buffer when flat, else from a packed copy; the others receive
+ * into the user's buffer when flat, else into a temporary space they unpack. */
+static int place_buffers(MPII_Tnbc_bcast_t * b, MPII_Tnbc_start_t * args,
+                         MPII_Tnbc_launch_t * launch)
+{
+    int mpi_errno = MPI_SUCCESS, flat = MPII_Tnbc_is_flat(b->datatype);
+    MPI_Aint actual;
+
+    if (args->comm->rank == b->root) {
+        if (flat) {
+            args->buf.send_user = b->buffer;
+        } else {
+            args->buf.send_packed = MPL_malloc(b->nbytes, MPL_MEM_COLL);
+            MPIR_ERR_CHKANDJUMP(!args->buf.send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
+            mpi_errno = MPIR_Typerep_pack(b->buffer, b->count, b->datatype, 0,
+                                          args->buf.send_packed, b->nbytes, &actual);
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+    } else if (flat) {
+        args->buf.recv_user = b->buffer;
+    } else {
+        args->buf.recv_packed = 1;
+    }
+    launch->unpack = unpack_buffer;
+    launch->unpack_ctx = b;
+  fn_fail:
+    return mpi_errno;
+}
+
+static int build(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_bcast_t *b = call;
+    MPIR_Comm *comm = args->comm;
+    int nseg = MPL_MIN(MPL_MAX(1, MPIR_CVAR_TNBC_BCAST_SEGMENTS), 1024);
+    MPIR_Tnbc_bcast_order_t order;
+
+    b->tree_ranks = node_order(comm, b->root);
+    mpi_errno = order_segments(args, b->root, b->nbytes, nseg, b->tree_ranks, &order,
+                               b->child_pos, &launch->site);
+    MPIR_ERR_CHECK(mpi_errno);
+    int rc = MPIR_Tnbc_sched_bcast(&args->sched, comm->rank, comm->local_size, b->root,
+                                   b->nbytes, nseg, &order);
+    MPIR_ERR_CHKANDJUMP(rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    args->sched.body_window = MPL_MAX(MPIR_CVAR_TNBC_BCAST_WINDOW, 0);
+    mpi_errno = place_buffers(b, args, launch);
+  fn_fail:
+    return mpi_errno;
+}
+
+static void finish(void *call)
+{
+    MPL_free(((MPII_Tnbc_bcast_t *) call)->tree_ranks);
+}
+
+static const MPII_Tnbc_form_t bcast_form = {
+    .settle = settle,.describe = describe,.build = build,.finish = finish
+};
 
 int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
                     MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    int mpi_errno = MPI_SUCCESS;
-    MPI_Aint typesize, actual;
-    MPII_Tnbc_start_t args = {.coll = MPIR_TNBC_COLL_BCAST,.comm = comm_ptr };
-    int *tree_ranks = NULL;
-
-    *tnbc_handled = 0;
-    MPIR_TNBC_SETTLE_BUF(buffer, count, datatype);
-    MPIR_Datatype_get_size_macro(datatype, typesize);
-    size_t nbytes = count > 0 ? count * typesize : 0;
-
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_BCAST,.size_is_global = 1,
-        .largest_submsg_bytes = nbytes
-    };
-    if (MPII_Tnbc_decide(&facts, comm_ptr) != MPIR_TNBC_ACCEPT)
-        goto fn_exit;
-    *tnbc_handled = 1;
-
-    int rank = comm_ptr->rank, flat = MPII_Tnbc_is_flat(datatype);
-    int nseg = MPL_MIN(MPL_MAX(1, MPIR_CVAR_TNBC_BCAST_SEGMENTS), 1024);
-    MPIR_Tnbc_bcast_order_t order;
-    const int *child_pos[MPIR_TNBC_BCAST_MAX_CHILDREN];
-    MPIR_Tnbc_site_t *site;
-    tree_ranks = node_order(comm_ptr, root);
-    mpi_errno = order_segments(&args, root, nbytes, nseg, tree_ranks, &order, child_pos, &site);
-    MPIR_ERR_CHECK(mpi_errno);
-    int rc = MPIR_Tnbc_sched_bcast(&args.sched, rank, comm_ptr->local_size, root, nbytes, nseg,
-                                   &order);
-    MPIR_ERR_CHKANDJUMP(rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    args.sched.body_window = MPL_MAX(MPIR_CVAR_TNBC_BCAST_WINDOW, 0);
-
-    if (rank == root) {
-        if (flat) {
-            args.buf.send_user = buffer;
-        } else {
-            args.buf.send_packed = MPL_malloc(nbytes, MPL_MEM_COLL);
-            MPIR_ERR_CHKANDJUMP(!args.buf.send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
-            mpi_errno = MPIR_Typerep_pack(buffer, count, datatype, 0, args.buf.send_packed, nbytes,
-                                          &actual);
-            MPIR_ERR_CHECK(mpi_errno);
-        }
-    } else if (flat) {
-        args.buf.recv_user = buffer;
-    } else {
-        args.buf.recv_packed = 1;
-    }
-    MPII_Tnbc_bcast_unpack_t unpack = {.buffer = buffer,.count = count,.datatype = datatype,
-        .nbytes = nbytes
-    };
-    mpi_errno = MPII_Tnbc_run(&args, site, unpack_buffer, &unpack);
-    MPIR_ERR_CHECK(mpi_errno);
-
-  fn_exit:
-    MPL_free(tree_ranks);
-    MPL_free(args.buf.send_packed);
-    MPIR_Tnbc_sched_free(&args.sched);
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
+    MPII_Tnbc_bcast_t b = {.buffer = buffer,.count = count,.datatype = datatype,.root = root };
+    return MPII_Tnbc_enter(&bcast_form, &b, MPIR_TNBC_COLL_BCAST, comm_ptr, tnbc_handled);
 }

@@ -3,17 +3,16 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* Entry points called by the prologue that maint/gen_coll.py emits in every blocking MPIR_<Coll>
- * (see maint/patches). Each one first settles the buffers it is given (the stock path must not
- * fault on the guards of an earlier collective), then describes its call and offers it to the
- * family. The collectives live in their own files (tnbc_alltoall.c, tnbc_gather.c,
- * tnbc_bcast.c, tnbc_reduce.c, tnbc_neighbor.c); here are the decision every one of them takes
- * and the way a call is declined (the stock path then runs unchanged). */
+/* The pipeline every entry point runs its call through. The entry points (MPIR_Tnbc_<Coll>,
+ * called by the prologue maint/gen_coll.py emits in every blocking MPIR_<Coll>, see
+ * maint/patches) live with their collectives (tnbc_alltoall.c, tnbc_gather.c, tnbc_bcast.c,
+ * tnbc_reduce.c, tnbc_neighbor.c) and supply a form (tnbc_entry.h). Settling comes first:
+ * the stock path must not fault on the guards of an earlier collective. A declined call
+ * leaves the stock path to run unchanged. */
 
 #include "mpiimpl.h"
 #include "tnbc_entry.h"
 #include "tnbc_access.h"
-#include "tnbc_engine.h"
 #include "tnbc_node.h"
 #include "tnbc_stats.h"
 
@@ -28,7 +27,9 @@ static int comm_is_node_local(const MPIR_Comm * comm)
         comm->node_comm->local_size == comm->local_size;
 }
 
-MPIR_Tnbc_decision_t MPII_Tnbc_decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr)
+/* Decide on one call from the facts every process shares, and count the decision. */
+static MPIR_Tnbc_decision_t decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr,
+                                   int schedulable)
 {
     /* The prologue runs for MPICH's own calls of MPIR_<Coll> as well; only the binding of
      * the application's call marks it. */
@@ -57,15 +58,58 @@ MPIR_Tnbc_decision_t MPII_Tnbc_decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm 
 #endif
 
     MPIR_Tnbc_decision_t decision = MPIR_Tnbc_policy_decide(&MPII_Tnbc_policy, facts);
+    if (!schedulable && decision == MPIR_TNBC_ACCEPT)
+        decision = MPIR_TNBC_DECLINE_UNSUPPORTED;       /* e.g. a neighbourhood collective
+                                                         * without a topology: stock says so */
     MPII_Tnbc_stats_count(facts->coll, decision);
     return decision;
 }
 
-int MPII_Tnbc_offer(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr, int *handled)
+/* A call T-NBC has no schedule for may name any buffer T-NBC holds. */
+static int settle(const MPII_Tnbc_form_t * form, const void *call, MPIR_Comm * comm_ptr,
+                  int schedulable)
 {
-    /* A call with no T-NBC schedule (e.g. on an intercommunicator): declined, and counted. */
-    MPIR_Tnbc_decision_t decision ATTRIBUTE((unused)) = MPII_Tnbc_decide(facts, comm_ptr);
-    MPIR_Assert(decision != MPIR_TNBC_ACCEPT);
+    if (!MPIR_TNBC_OWNS_BUFFERS())
+        return MPI_SUCCESS;
+    if (!schedulable || !form->settle)
+        return MPIR_Tnbc_settle_all();
+    return form->settle(call, comm_ptr);
+}
+
+int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t coll,
+                    MPIR_Comm * comm_ptr, int *handled)
+{
+    int mpi_errno = MPI_SUCCESS, described = 0;
+    MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
+    MPIR_Tnbc_call_facts_t facts = {.coll = coll };
+    MPII_Tnbc_launch_t launch = { 0 };
+
     *handled = 0;
-    return MPI_SUCCESS;
+    int schedulable = (comm_ptr->comm_kind != MPIR_COMM_KIND__INTERCOMM &&
+                       (!form->needs_topology || MPIR_Topology_get(comm_ptr)));
+    mpi_errno = settle(form, call, comm_ptr, schedulable);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (schedulable) {
+        described = 1;
+        mpi_errno = form->describe(call, &args, &facts);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    if (decide(&facts, comm_ptr, schedulable) != MPIR_TNBC_ACCEPT)
+        goto fn_exit;
+    *handled = 1;
+    mpi_errno = form->build(call, &args, &launch);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPII_Tnbc_run(&args, launch.site, launch.unpack, launch.unpack_ctx);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    if (described && form->finish)
+        form->finish(call);
+    MPL_free(args.buf.send_packed);
+    MPIR_Tnbc_sched_free(&args.sched);
+    return mpi_errno;
+  fn_fail:
+    if (!*handled)
+        MPIR_Tnbc_user_coll = 0;        /* a failed call is no mark for the next one */
+    goto fn_exit;
 }

@@ -3,23 +3,46 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* The way into the family: the policy every entry point reads, the decision on one call,
- * and the way a call is declined (tnbc_entry.c). */
+/* The way into the family (tnbc_entry.c): the one pipeline every entry point runs its call
+ * through, settle -> check -> describe -> decide -> build -> launch -> finish, and the policy
+ * the decision reads. A collective supplies a form: how to settle its buffers, the facts of a
+ * call, and its schedule. */
 
 #ifndef TNBC_ENTRY_H_INCLUDED
 #define TNBC_ENTRY_H_INCLUDED
 
-#include "tnbc_policy.h"
+#include "tnbc_engine.h"
 
 /* Set by MPIR_Tnbc_init from the CVARs; read by every entry point. */
 extern MPIR_Tnbc_policy_t MPII_Tnbc_policy;
 
-/* Decide on one call from the facts every process shares, and count the decision. */
-MPIR_Tnbc_decision_t MPII_Tnbc_decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr);
+/* What a form's build hands to the launch (MPII_Tnbc_run): the call site whose access order
+ * it used, and how to copy a temporary receive space out. */
+typedef struct {
+    MPIR_Tnbc_site_t *site;
+    MPII_Tnbc_unpack_t unpack;
+    const void *unpack_ctx;
+} MPII_Tnbc_launch_t;
 
-/* Decide on a call of a collective without a builder: always declined.
- * *handled is set to 1 only when the call now belongs to T-NBC. */
-int MPII_Tnbc_offer(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * comm_ptr, int *handled);
+/* A collective's part of the pipeline. call is the form's own description of one call. */
+typedef struct {
+    /* settle the buffers the call names before anything reads them; NULL: every buffer T-NBC
+     * holds (also used for any call T-NBC cannot schedule) */
+    int (*settle) (const void *call, MPIR_Comm * comm);
+    int needs_topology;         /* only a topology communicator has a schedule */
+    /* the facts the decision needs (sizes, op), and what build will need; called on an
+     * intracommunicator only */
+    int (*describe) (void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t * facts);
+    /* once accepted: the schedule, buffers and orders into args */
+    int (*build) (void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch);
+    /* frees what describe and build allocated; called whenever describe was */
+    void (*finish) (void *call);
+} MPII_Tnbc_form_t;
+
+/* Run one call of collective coll through the pipeline. *handled is set to 1 only when the
+ * call now belongs to T-NBC (done, or returned early); 0: the stock algorithm must run. */
+int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t coll,
+                    MPIR_Comm * comm_ptr, int *handled);
 
 /* Peers a rank may exchange with: enough to bound a buffer on either kind of communicator. */
 #define MPII_Tnbc_peers(comm_ptr_) MPL_MAX((comm_ptr_)->local_size, (comm_ptr_)->remote_size)

@@ -14,62 +14,99 @@
 #include "tnbc_entry.h"
 #include "tnbc_pairwise.h"
 
-static int is_root(MPIR_Comm * comm_ptr, int root)
+/* One call of the family: its arguments as the entry point got them (the v-forms' counts
+ * and displacements, or NULL), turned into the pairwise engine's sides by describe. */
+typedef struct {
+    MPII_Tnbc_pairwise_t pw;    /* first: the pairwise steps take the call as theirs */
+    const void *sendbuf;
+    MPI_Aint sendcount;
+    const MPI_Aint *sendcounts, *sdispls;
+    MPI_Datatype sendtype;
+    void *recvbuf;
+    MPI_Aint recvcount;
+    const MPI_Aint *recvcounts, *rdispls;
+    MPI_Datatype recvtype;
+    int root;
+} MPII_Tnbc_gather_t;
+
+/* A side's buffer where n pieces of count, or the v-form's pieces, lie. */
+static int settle_pieces(const void *buf, MPI_Aint count, const MPI_Aint * counts,
+                         const MPI_Aint * displs, MPI_Datatype type, int n)
 {
-    return comm_ptr->rank == root;
+    if (counts)
+        return MPII_Tnbc_settle_v(buf, counts, displs, type, n);
+    return MPIR_Tnbc_settle_buf(buf, count * n, type);
+}
+
+static int finish_describe(MPII_Tnbc_gather_t * g, MPII_Tnbc_start_t * args,
+                           MPIR_Tnbc_call_facts_t * facts, int regular)
+{
+    MPIR_Coll_vlayout_t *l = &g->pw.layout;
+    g->pw.send.counts = l->sc;
+    g->pw.send.displs = l->sd;
+    g->pw.recv.counts = l->rc;
+    g->pw.recv.displs = l->rd;
+    g->pw.flags |= regular ? MPII_TNBC_SIZE_IS_GLOBAL : 0;
+    return MPII_Tnbc_pairwise_describe(&g->pw, args, facts);
 }
 
 /* ---- Allgather, Allgatherv ---- */
 
-static int allgather_any(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendcount,
-                         MPI_Datatype sendtype, void *recvbuf, const MPI_Aint * recvcounts,
-                         const MPI_Aint * displs, MPI_Aint recvcount, MPI_Datatype recvtype,
-                         MPIR_Comm * comm_ptr, int *handled)
+static int settle_allgather(const void *call, MPIR_Comm * comm_ptr)
 {
-    int mpi_errno = MPI_SUCCESS, n = comm_ptr->local_size, rank = comm_ptr->rank;
-    int flags = (coll == MPIR_TNBC_COLL_ALLGATHER) ? MPII_TNBC_SIZE_IS_GLOBAL : 0;
-    MPIR_Coll_vlayout_t l = { 0 };
-    MPI_Aint rext;
+    const MPII_Tnbc_gather_t *g = call;
+    int mpi_errno = MPIR_Tnbc_settle_buf(g->sendbuf, g->sendcount, g->sendtype);
+    return mpi_errno ? mpi_errno : settle_pieces(g->recvbuf, g->recvcount, g->recvcounts,
+                                                 g->rdispls, g->recvtype, comm_ptr->local_size);
+}
 
-    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
+static int describe_allgather(void *call, MPII_Tnbc_start_t * args,
+                              MPIR_Tnbc_call_facts_t * facts)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_gather_t *g = call;
+    MPIR_Coll_vlayout_t *l = &g->pw.layout;
+    int n = args->comm->local_size, rank = args->comm->rank;
+    const void *sendbuf = g->sendbuf;
+    MPI_Aint sendcount = g->sendcount, rext;
+    MPI_Datatype sendtype = g->sendtype;
+
+    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
     for (int p = 0; p < n; p++) {
-        l.rc[p] = recvcounts ? recvcounts[p] : recvcount;
-        l.rd[p] = displs ? displs[p] : p * recvcount;
+        l->rc[p] = g->recvcounts ? g->recvcounts[p] : g->recvcount;
+        l->rd[p] = g->recvcounts ? g->rdispls[p] : p * g->recvcount;
     }
     if (sendbuf == MPI_IN_PLACE) {
         /* our piece is already in the receive buffer: send it from a copy */
-        MPIR_Datatype_get_extent_macro(recvtype, rext);
-        sendbuf = (const char *) recvbuf + l.rd[rank] * rext;
-        sendcount = l.rc[rank];
-        sendtype = recvtype;
-        flags |= MPII_TNBC_PACK_SEND;
+        MPIR_Datatype_get_extent_macro(g->recvtype, rext);
+        sendbuf = (const char *) g->recvbuf + l->rd[rank] * rext;
+        sendcount = l->rc[rank];
+        sendtype = g->recvtype;
+        g->pw.flags |= MPII_TNBC_PACK_SEND;
     }
     for (int p = 0; p < n; p++)
-        l.sc[p] = sendcount;
-    mpi_errno = MPII_Tnbc_pairwise(coll, sendbuf, l.sc, l.sd, sendtype, recvbuf, l.rc, l.rd,
-                                   recvtype, comm_ptr, NULL, flags, handled);
-  fn_exit:
-    MPL_free(l.sc);
-    return mpi_errno;
+        l->sc[p] = sendcount;
+    g->pw.send = (MPII_Tnbc_side_t) {.buf = sendbuf,.type = sendtype };
+    g->pw.recv = (MPII_Tnbc_side_t) {.buf = g->recvbuf,.type = g->recvtype };
+    mpi_errno = finish_describe(g, args, facts, !g->recvcounts);
   fn_fail:
-    goto fn_exit;
+    return mpi_errno;
 }
+
+static const MPII_Tnbc_form_t allgather_form = {
+    .settle = settle_allgather,.describe = describe_allgather,
+    .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish
+};
 
 int MPIR_Tnbc_Allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                         void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                         MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLGATHER };
-
-    MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount, sendtype);
-    MPIR_TNBC_SETTLE_BUF(recvbuf, recvcount * MPII_Tnbc_peers(comm_ptr), recvtype);
-    if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM)
-        return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-    return allgather_any(MPIR_TNBC_COLL_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf, NULL,
-                         NULL, recvcount, recvtype, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
+    MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
+        .recvbuf = recvbuf,.recvcount = recvcount,.recvtype = recvtype
+    };
+    return MPII_Tnbc_enter(&allgather_form, &g, MPIR_TNBC_COLL_ALLGATHER, comm_ptr,
+                           tnbc_handled);
 }
 
 int MPIR_Tnbc_Allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
@@ -77,166 +114,152 @@ int MPIR_Tnbc_Allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype s
                          MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
                          int *tnbc_handled)
 {
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_ALLGATHERV };
-
-    if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPIR_TNBC_SETTLE_ALL();
-        return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-    }
-    MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount, sendtype);
-    if (MPIR_TNBC_OWNS_BUFFERS()) {
-        mpi_errno = MPII_Tnbc_settle_v(recvbuf, recvcounts, displs, recvtype,
-                                       comm_ptr->local_size);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
-    return allgather_any(MPIR_TNBC_COLL_ALLGATHERV, sendbuf, sendcount, sendtype, recvbuf,
-                         recvcounts, displs, 0, recvtype, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
+    MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
+        .recvbuf = recvbuf,.recvcounts = recvcounts,.rdispls = displs,.recvtype = recvtype
+    };
+    return MPII_Tnbc_enter(&allgather_form, &g, MPIR_TNBC_COLL_ALLGATHERV, comm_ptr,
+                           tnbc_handled);
 }
 
 /* ---- Gather, Gatherv ---- */
 
-static int gather_any(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendcount,
-                      MPI_Datatype sendtype, void *recvbuf, const MPI_Aint * recvcounts,
-                      const MPI_Aint * displs, MPI_Aint recvcount, MPI_Datatype recvtype,
-                      int root, MPIR_Comm * comm_ptr, int *handled)
+static int is_root(MPIR_Comm * comm_ptr, int root)
 {
-    int mpi_errno = MPI_SUCCESS, n = comm_ptr->local_size, rank = comm_ptr->rank;
-    int flags = (coll == MPIR_TNBC_COLL_GATHER) ? MPII_TNBC_SIZE_IS_GLOBAL : 0;
-    MPIR_Coll_vlayout_t l = { 0 };
+    return comm_ptr->rank == root;
+}
 
-    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
-    if (is_root(comm_ptr, root)) {
+static int settle_gather(const void *call, MPIR_Comm * comm_ptr)
+{
+    const MPII_Tnbc_gather_t *g = call;
+    int mpi_errno = MPI_SUCCESS, root = is_root(comm_ptr, g->root);
+    if (!root || g->sendbuf != MPI_IN_PLACE)
+        mpi_errno = MPIR_Tnbc_settle_buf(g->sendbuf, g->sendcount, g->sendtype);
+    if (!mpi_errno && root)
+        mpi_errno = settle_pieces(g->recvbuf, g->recvcount, g->recvcounts, g->rdispls,
+                                  g->recvtype, comm_ptr->local_size);
+    return mpi_errno;
+}
+
+static int describe_gather(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t * facts)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_gather_t *g = call;
+    MPIR_Coll_vlayout_t *l = &g->pw.layout;
+    int n = args->comm->local_size, root = g->root;
+    MPII_Tnbc_side_t send = {.buf = g->sendbuf,.type = g->sendtype };
+    MPII_Tnbc_side_t recv = {.buf = g->recvbuf,.type = g->recvtype };
+
+    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
+    if (is_root(args->comm, root)) {
         for (int p = 0; p < n; p++) {
-            l.rc[p] = recvcounts ? recvcounts[p] : recvcount;
-            l.rd[p] = displs ? displs[p] : p * recvcount;
+            l->rc[p] = g->recvcounts ? g->recvcounts[p] : g->recvcount;
+            l->rd[p] = g->recvcounts ? g->rdispls[p] : p * g->recvcount;
         }
-        if (sendbuf == MPI_IN_PLACE) {
-            l.rc[root] = 0;     /* already in place */
-            sendbuf = NULL;
-            sendtype = recvtype;
+        if (send.buf == MPI_IN_PLACE) {
+            l->rc[root] = 0;    /* already in place */
+            send = (MPII_Tnbc_side_t) {.buf = NULL,.type = g->recvtype };
         } else {
-            l.sc[root] = sendcount;
-            l.sd[root] = 0;
+            l->sc[root] = g->sendcount;
         }
     } else {
-        l.sc[root] = sendcount;
-        recvbuf = NULL;
-        recvtype = sendtype;    /* ignored at non-roots: may not be a valid handle */
+        l->sc[root] = g->sendcount;
+        /* ignored at non-roots: the type may not be a valid handle */
+        recv = (MPII_Tnbc_side_t) {.buf = NULL,.type = g->sendtype };
     }
-    mpi_errno = MPII_Tnbc_pairwise(coll, sendbuf, l.sc, l.sd, sendtype, recvbuf, l.rc, l.rd,
-                                   recvtype, comm_ptr, NULL, flags, handled);
-  fn_exit:
-    MPL_free(l.sc);
-    return mpi_errno;
+    g->pw.send = send;
+    g->pw.recv = recv;
+    mpi_errno = finish_describe(g, args, facts, !g->recvcounts);
   fn_fail:
-    goto fn_exit;
+    return mpi_errno;
 }
+
+static const MPII_Tnbc_form_t gather_form = {
+    .settle = settle_gather,.describe = describe_gather,
+    .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish
+};
 
 int MPIR_Tnbc_Gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void *recvbuf,
                      MPI_Aint recvcount, MPI_Datatype recvtype, int root, MPIR_Comm * comm_ptr,
                      MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_GATHER };
-
-    if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPIR_TNBC_SETTLE_ALL();
-        return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-    }
-    if (!is_root(comm_ptr, root) || sendbuf != MPI_IN_PLACE)
-        MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount, sendtype);
-    if (is_root(comm_ptr, root))
-        MPIR_TNBC_SETTLE_BUF(recvbuf, recvcount * comm_ptr->local_size, recvtype);
-    return gather_any(MPIR_TNBC_COLL_GATHER, sendbuf, sendcount, sendtype, recvbuf, NULL, NULL,
-                      recvcount, recvtype, root, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
+    MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
+        .recvbuf = recvbuf,.recvcount = recvcount,.recvtype = recvtype,.root = root
+    };
+    return MPII_Tnbc_enter(&gather_form, &g, MPIR_TNBC_COLL_GATHER, comm_ptr, tnbc_handled);
 }
 
 int MPIR_Tnbc_Gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void *recvbuf,
                       const MPI_Aint recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                       int root, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_GATHERV };
-
-    if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPIR_TNBC_SETTLE_ALL();
-        return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-    }
-    if (!is_root(comm_ptr, root) || sendbuf != MPI_IN_PLACE)
-        MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount, sendtype);
-    if (is_root(comm_ptr, root) && MPIR_TNBC_OWNS_BUFFERS()) {
-        mpi_errno = MPII_Tnbc_settle_v(recvbuf, recvcounts, displs, recvtype,
-                                       comm_ptr->local_size);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
-    return gather_any(MPIR_TNBC_COLL_GATHERV, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                      displs, 0, recvtype, root, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
+    MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
+        .recvbuf = recvbuf,.recvcounts = recvcounts,.rdispls = displs,.recvtype = recvtype,
+        .root = root
+    };
+    return MPII_Tnbc_enter(&gather_form, &g, MPIR_TNBC_COLL_GATHERV, comm_ptr, tnbc_handled);
 }
 
 /* ---- Scatter, Scatterv ---- */
 
-static int scatter_any(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Aint * sendcounts,
-                       const MPI_Aint * displs, MPI_Aint sendcount, MPI_Datatype sendtype,
-                       void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype, int root,
-                       MPIR_Comm * comm_ptr, int *handled)
+static int settle_scatter(const void *call, MPIR_Comm * comm_ptr)
 {
-    int mpi_errno = MPI_SUCCESS, n = comm_ptr->local_size;
-    int flags = (coll == MPIR_TNBC_COLL_SCATTER) ? MPII_TNBC_SIZE_IS_GLOBAL : 0;
-    MPIR_Coll_vlayout_t l = { 0 };
+    const MPII_Tnbc_gather_t *g = call;
+    int mpi_errno = MPI_SUCCESS, root = is_root(comm_ptr, g->root);
+    if (root)
+        mpi_errno = settle_pieces(g->sendbuf, g->sendcount, g->sendcounts, g->sdispls,
+                                  g->sendtype, comm_ptr->local_size);
+    if (!mpi_errno && (!root || g->recvbuf != MPI_IN_PLACE))
+        mpi_errno = MPIR_Tnbc_settle_buf(g->recvbuf, g->recvcount, g->recvtype);
+    return mpi_errno;
+}
 
-    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
-    if (is_root(comm_ptr, root)) {
+static int describe_scatter(void *call, MPII_Tnbc_start_t * args,
+                            MPIR_Tnbc_call_facts_t * facts)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_gather_t *g = call;
+    MPIR_Coll_vlayout_t *l = &g->pw.layout;
+    int n = args->comm->local_size, root = g->root;
+    MPII_Tnbc_side_t send = {.buf = g->sendbuf,.type = g->sendtype };
+    MPII_Tnbc_side_t recv = {.buf = g->recvbuf,.type = g->recvtype };
+
+    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
+    if (is_root(args->comm, root)) {
         for (int p = 0; p < n; p++) {
-            l.sc[p] = sendcounts ? sendcounts[p] : sendcount;
-            l.sd[p] = displs ? displs[p] : p * sendcount;
+            l->sc[p] = g->sendcounts ? g->sendcounts[p] : g->sendcount;
+            l->sd[p] = g->sendcounts ? g->sdispls[p] : p * g->sendcount;
         }
-        if (recvbuf == MPI_IN_PLACE) {
-            l.sc[root] = 0;     /* the root keeps its piece where it is */
-            recvbuf = NULL;
-            recvtype = sendtype;
+        if (recv.buf == MPI_IN_PLACE) {
+            l->sc[root] = 0;    /* the root keeps its piece where it is */
+            recv = (MPII_Tnbc_side_t) {.buf = NULL,.type = g->sendtype };
         } else {
-            l.rc[root] = recvcount;
+            l->rc[root] = g->recvcount;
         }
     } else {
-        l.rc[root] = recvcount;
-        sendbuf = NULL;
-        sendtype = recvtype;    /* ignored at non-roots: may not be a valid handle */
+        l->rc[root] = g->recvcount;
+        /* ignored at non-roots: the type may not be a valid handle */
+        send = (MPII_Tnbc_side_t) {.buf = NULL,.type = g->recvtype };
     }
-    mpi_errno = MPII_Tnbc_pairwise(coll, sendbuf, l.sc, l.sd, sendtype, recvbuf, l.rc, l.rd,
-                                   recvtype, comm_ptr, NULL, flags, handled);
-  fn_exit:
-    MPL_free(l.sc);
-    return mpi_errno;
+    g->pw.send = send;
+    g->pw.recv = recv;
+    mpi_errno = finish_describe(g, args, facts, !g->sendcounts);
   fn_fail:
-    goto fn_exit;
+    return mpi_errno;
 }
+
+static const MPII_Tnbc_form_t scatter_form = {
+    .settle = settle_scatter,.describe = describe_scatter,
+    .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish
+};
 
 int MPIR_Tnbc_Scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                       void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype, int root,
                       MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_SCATTER };
-
-    if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPIR_TNBC_SETTLE_ALL();
-        return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-    }
-    if (is_root(comm_ptr, root))
-        MPIR_TNBC_SETTLE_BUF(sendbuf, sendcount * comm_ptr->local_size, sendtype);
-    if (!is_root(comm_ptr, root) || recvbuf != MPI_IN_PLACE)
-        MPIR_TNBC_SETTLE_BUF(recvbuf, recvcount, recvtype);
-    return scatter_any(MPIR_TNBC_COLL_SCATTER, sendbuf, NULL, NULL, sendcount, sendtype, recvbuf,
-                       recvcount, recvtype, root, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
+    MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
+        .recvbuf = recvbuf,.recvcount = recvcount,.recvtype = recvtype,.root = root
+    };
+    return MPII_Tnbc_enter(&scatter_form, &g, MPIR_TNBC_COLL_SCATTER, comm_ptr, tnbc_handled);
 }
 
 int MPIR_Tnbc_Scatterv(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint displs[],
@@ -244,22 +267,9 @@ int MPIR_Tnbc_Scatterv(const void *sendbuf, const MPI_Aint sendcounts[], const M
                        MPI_Datatype recvtype, int root, MPIR_Comm * comm_ptr,
                        MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_Tnbc_call_facts_t facts = {.coll = MPIR_TNBC_COLL_SCATTERV };
-
-    if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM) {
-        MPIR_TNBC_SETTLE_ALL();
-        return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-    }
-    if (is_root(comm_ptr, root) && MPIR_TNBC_OWNS_BUFFERS()) {
-        mpi_errno = MPII_Tnbc_settle_v(sendbuf, sendcounts, displs, sendtype,
-                                       comm_ptr->local_size);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
-    if (!is_root(comm_ptr, root) || recvbuf != MPI_IN_PLACE)
-        MPIR_TNBC_SETTLE_BUF(recvbuf, recvcount, recvtype);
-    return scatter_any(MPIR_TNBC_COLL_SCATTERV, sendbuf, sendcounts, displs, 0, sendtype,
-                       recvbuf, recvcount, recvtype, root, comm_ptr, tnbc_handled);
-  fn_fail:
-    return mpi_errno;
+    MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcounts = sendcounts,.sdispls = displs,
+        .sendtype = sendtype,.recvbuf = recvbuf,.recvcount = recvcount,.recvtype = recvtype,
+        .root = root
+    };
+    return MPII_Tnbc_enter(&scatter_form, &g, MPIR_TNBC_COLL_SCATTERV, comm_ptr, tnbc_handled);
 }

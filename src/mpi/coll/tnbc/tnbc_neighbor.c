@@ -14,64 +14,64 @@
 #include "tnbc_entry.h"
 #include "tnbc_pairwise.h"
 
-/* Counts and displacements in elements, one per neighbour; sendcounts NULL: the same
- * sendcount from the start of sendbuf to every neighbour (allgather); recvcounts NULL: recvcount
- * per neighbour, one after the other. With sendtypes/recvtypes (Neighbor_alltoallw), one
- * datatype per neighbour and displacements in bytes. */
-static int neighbor(MPIR_Tnbc_coll_t coll, const void *sendbuf, MPI_Aint sendcount,
-                    const MPI_Aint sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype,
-                    const MPI_Datatype sendtypes[], void *recvbuf, MPI_Aint recvcount,
-                    const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
-                    MPI_Datatype recvtype, const MPI_Datatype recvtypes[],
-                    MPIR_Comm * comm_ptr, int *tnbc_handled)
+/* One call: counts and displacements in elements, one per neighbour; sendcounts NULL: the
+ * same sendcount from the start of sendbuf to every neighbour (allgather); recvcounts NULL:
+ * recvcount per neighbour, one after the other. With sendtypes/recvtypes
+ * (Neighbor_alltoallw), one datatype per neighbour and displacements in bytes. */
+typedef struct {
+    MPII_Tnbc_pairwise_t pw;    /* first: the pairwise steps take the call as theirs */
+    MPI_Aint sendcount, recvcount;
+    const MPI_Aint *sendcounts, *sdispls, *recvcounts, *rdispls;
+} MPII_Tnbc_neighbor_t;
+
+static int describe(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t * facts)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPIR_Coll_nbrs_t nbrs = { 0 };
-    MPIR_Coll_vlayout_t l = { 0 };
-    MPIR_Tnbc_call_facts_t facts = {.coll = coll };
+    MPII_Tnbc_neighbor_t *c = call;
+    MPIR_Coll_nbrs_t *nbrs = &c->pw.nbrs;
+    MPIR_Coll_vlayout_t *l = &c->pw.layout;
+    int alltoall = (args->coll == MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL);
 
-    *tnbc_handled = 0;
-    MPIR_TNBC_SETTLE_ALL();
-    if (comm_ptr->comm_kind == MPIR_COMM_KIND__INTERCOMM || !MPIR_Topology_get(comm_ptr))
-        return MPII_Tnbc_offer(&facts, comm_ptr, tnbc_handled);
-
-    mpi_errno = MPIR_Coll_get_nbrs(comm_ptr, &nbrs);
+    mpi_errno = MPIR_Coll_get_nbrs(args->comm, nbrs);
     MPIR_ERR_CHECK(mpi_errno);
-    nbrs.recv_reversed = (coll == MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL);    /* as the stock path */
-    int n = MPL_MAX(nbrs.indegree, nbrs.outdegree);
-    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(&l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
-    for (int k = 0; k < nbrs.outdegree; k++) {
-        l.sc[k] = sendcounts ? sendcounts[k] : sendcount;
+    c->pw.by_nbrs = 1;
+    nbrs->recv_reversed = alltoall;     /* as the stock path */
+    int n = MPL_MAX(nbrs->indegree, nbrs->outdegree);
+    MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
+    for (int k = 0; k < nbrs->outdegree; k++) {
+        l->sc[k] = c->sendcounts ? c->sendcounts[k] : c->sendcount;
         /* allgather: one piece for everyone (packed once) */
-        l.sd[k] = sendcounts ? sdispls[k] : (coll == MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL ?
-                                             k * sendcount : 0);
+        l->sd[k] = c->sendcounts ? c->sdispls[k] : (alltoall ? k * c->sendcount : 0);
     }
-    for (int k = 0; k < nbrs.indegree; k++) {
-        l.rc[k] = recvcounts ? recvcounts[k] : recvcount;
-        l.rd[k] = recvcounts ? rdispls[k] : k * recvcount;
+    for (int k = 0; k < nbrs->indegree; k++) {
+        l->rc[k] = c->recvcounts ? c->recvcounts[k] : c->recvcount;
+        l->rd[k] = c->recvcounts ? c->rdispls[k] : k * c->recvcount;
     }
-    MPII_Tnbc_side_t send = {.buf = sendbuf,.counts = l.sc,.displs = l.sd,.type = sendtype,
-        .types = sendtypes
-    };
-    MPII_Tnbc_side_t recv = {.buf = recvbuf,.counts = l.rc,.displs = l.rd,.type = recvtype,
-        .types = recvtypes
-    };
-    mpi_errno = MPII_Tnbc_pairwise_w(coll, &send, &recv, comm_ptr, &nbrs, 0, tnbc_handled);
-
-  fn_exit:
-    MPL_free(l.sc);
-    MPL_free(nbrs.srcs);
-    return mpi_errno;
+    c->pw.send.counts = l->sc;
+    c->pw.send.displs = l->sd;
+    c->pw.recv.counts = l->rc;
+    c->pw.recv.displs = l->rd;
+    mpi_errno = MPII_Tnbc_pairwise_describe(&c->pw, args, facts);
   fn_fail:
-    goto fn_exit;
+    return mpi_errno;
 }
+
+/* settle: NULL, every buffer T-NBC holds (finding the pieces needs the neighbour lists) */
+static const MPII_Tnbc_form_t neighbor_form = {
+    .needs_topology = 1,.describe = describe,.build = MPII_Tnbc_pairwise_build,
+    .finish = MPII_Tnbc_pairwise_finish
+};
 
 int MPIR_Tnbc_Neighbor_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                                 void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                                 MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
-    return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL, sendbuf, sendcount, NULL, NULL, sendtype,
-                    NULL, recvbuf, recvcount, NULL, NULL, recvtype, NULL, comm_ptr, tnbc_handled);
+    MPII_Tnbc_neighbor_t c = {.pw = {.send = {.buf = sendbuf,.type = sendtype},
+                                     .recv = {.buf = recvbuf,.type = recvtype}},
+        .sendcount = sendcount,.recvcount = recvcount
+    };
+    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL, comm_ptr,
+                           tnbc_handled);
 }
 
 int MPIR_Tnbc_Neighbor_alltoallv(const void *sendbuf, const MPI_Aint sendcounts[],
@@ -79,18 +79,24 @@ int MPIR_Tnbc_Neighbor_alltoallv(const void *sendbuf, const MPI_Aint sendcounts[
                                  const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
                                  MPI_Datatype recvtype, MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
-    return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV, sendbuf, 0, sendcounts, sdispls, sendtype,
-                    NULL, recvbuf, 0, recvcounts, rdispls, recvtype, NULL, comm_ptr,
-                    tnbc_handled);
+    MPII_Tnbc_neighbor_t c = {.pw = {.send = {.buf = sendbuf,.type = sendtype},
+                                     .recv = {.buf = recvbuf,.type = recvtype}},
+        .sendcounts = sendcounts,.sdispls = sdispls,.recvcounts = recvcounts,.rdispls = rdispls
+    };
+    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV, comm_ptr,
+                           tnbc_handled);
 }
 
 int MPIR_Tnbc_Neighbor_allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                                  void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                                  MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
-    return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLGATHER, sendbuf, sendcount, NULL, NULL, sendtype,
-                    NULL, recvbuf, recvcount, NULL, NULL, recvtype, NULL, comm_ptr,
-                    tnbc_handled);
+    MPII_Tnbc_neighbor_t c = {.pw = {.send = {.buf = sendbuf,.type = sendtype},
+                                     .recv = {.buf = recvbuf,.type = recvtype}},
+        .sendcount = sendcount,.recvcount = recvcount
+    };
+    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLGATHER, comm_ptr,
+                           tnbc_handled);
 }
 
 int MPIR_Tnbc_Neighbor_allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
@@ -98,9 +104,12 @@ int MPIR_Tnbc_Neighbor_allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_D
                                   const MPI_Aint displs[], MPI_Datatype recvtype,
                                   MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
-    return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLGATHERV, sendbuf, sendcount, NULL, NULL, sendtype,
-                    NULL, recvbuf, 0, recvcounts, displs, recvtype, NULL, comm_ptr,
-                    tnbc_handled);
+    MPII_Tnbc_neighbor_t c = {.pw = {.send = {.buf = sendbuf,.type = sendtype},
+                                     .recv = {.buf = recvbuf,.type = recvtype}},
+        .sendcount = sendcount,.recvcounts = recvcounts,.rdispls = displs
+    };
+    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLGATHERV, comm_ptr,
+                           tnbc_handled);
 }
 
 int MPIR_Tnbc_Neighbor_alltoallw(const void *sendbuf, const MPI_Aint sendcounts[],
@@ -109,7 +118,10 @@ int MPIR_Tnbc_Neighbor_alltoallw(const void *sendbuf, const MPI_Aint sendcounts[
                                  const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                  MPIR_Comm * comm_ptr, int *tnbc_handled)
 {
-    return neighbor(MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLW, sendbuf, 0, sendcounts, sdispls,
-                    MPI_DATATYPE_NULL, sendtypes, recvbuf, 0, recvcounts, rdispls,
-                    MPI_DATATYPE_NULL, recvtypes, comm_ptr, tnbc_handled);
+    MPII_Tnbc_neighbor_t c = {.pw = {.send = {.buf = sendbuf,.types = sendtypes},
+                                     .recv = {.buf = recvbuf,.types = recvtypes}},
+        .sendcounts = sendcounts,.sdispls = sdispls,.recvcounts = recvcounts,.rdispls = rdispls
+    };
+    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLW, comm_ptr,
+                           tnbc_handled);
 }

@@ -9,33 +9,50 @@
 #ifndef TNBC_PAIRWISE_H_INCLUDED
 #define TNBC_PAIRWISE_H_INCLUDED
 
-#include "tnbc_policy.h"
+#include "tnbc_entry.h"
 #include "coll_peers.h"
 
-/* The pairwise engine (tnbc_alltoall.c): each peer p gets sendcounts[p] elements from
- * sendbuf + sdispls[p] * extent and sends recvcounts[p] into recvbuf + rdispls[p] * extent.
- * Alltoall(v) and the gather family are built on it (nbrs NULL: peer p is rank p), the
- * neighbour collectives too (peer p is nbrs->dsts[p] for sends, nbrs->srcs[p] for receives).
- * MPI_IN_PLACE has Alltoall(v) semantics. */
-#define MPII_TNBC_SIZE_IS_GLOBAL 0x1    /* piece sizes are the same on every process */
-#define MPII_TNBC_PACK_SEND      0x2    /* always copy the send side (it aliases the receive) */
-int MPII_Tnbc_pairwise(MPIR_Tnbc_coll_t coll, const void *sendbuf, const MPI_Aint sendcounts[],
-                       const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
-                       const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
-                       MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
-                       const MPIR_Coll_nbrs_t * nbrs, int flags, int *handled);
-/* One side of the pairwise engine with a datatype per peer: peer p's piece is counts[p]
- * elements of types[p] at buf + displs[p] bytes (Alltoallw); with types NULL, of type at
- * buf + displs[p] * extent(type) (v-layouts). */
+/* One side of the pairwise engine: peer p's piece is counts[p] elements of types[p] at
+ * buf + displs[p] bytes (Alltoallw); with types NULL, of type at buf + displs[p] * extent(type)
+ * (v-layouts). */
 typedef struct {
     const void *buf;
     const MPI_Aint *counts, *displs;
     MPI_Datatype type;
     const MPI_Datatype *types;
 } MPII_Tnbc_side_t;
-int MPII_Tnbc_pairwise_w(MPIR_Tnbc_coll_t coll, const MPII_Tnbc_side_t * send,
-                         const MPII_Tnbc_side_t * recv, MPIR_Comm * comm_ptr,
-                         const MPIR_Coll_nbrs_t * nbrs, int flags, int *handled);
+
+/* One pairwise call's pieces: per peer, bytes and offset in the send and receive spaces. */
+typedef struct {
+    int ns, nr;
+    size_t *sbytes, *soff, *rbytes, *roff;
+    int *send_pos_space;        /* room for an order of the sends */
+} MPII_Tnbc_pieces_t;
+
+/* One call of the pairwise engine: each send peer p gets send piece p, each receive peer p
+ * gives receive piece p. Alltoall(v,w) and the gather family (peer p is rank p) and the
+ * neighbour collectives (peer p is nbrs.dsts[p] for sends, nbrs.srcs[p] for receives) are
+ * built on it. MPI_IN_PLACE (send.buf) has Alltoall(v) semantics. A form whose call starts
+ * with this struct fills the sides (and layout, nbrs) in its describe, then calls
+ * MPII_Tnbc_pairwise_describe, and uses MPII_Tnbc_pairwise_build and _finish as its own. */
+#define MPII_TNBC_SIZE_IS_GLOBAL 0x1    /* piece sizes are the same on every process */
+#define MPII_TNBC_PACK_SEND      0x2    /* always copy the send side (it aliases the receive) */
+typedef struct {
+    MPII_Tnbc_side_t send, recv;
+    int flags;
+    MPIR_Coll_vlayout_t layout; /* counts a form made for the sides */
+    MPIR_Coll_nbrs_t nbrs;      /* with by_nbrs */
+    int by_nbrs;
+    /* found by describe */
+    int in_place;
+    MPII_Tnbc_pieces_t pc;
+} MPII_Tnbc_pairwise_t;
+int MPII_Tnbc_pairwise_describe(MPII_Tnbc_pairwise_t * pw, MPII_Tnbc_start_t * args,
+                                MPIR_Tnbc_call_facts_t * facts);
+int MPII_Tnbc_pairwise_build(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch);
+/* frees what describe found and the layout and neighbour lists */
+void MPII_Tnbc_pairwise_finish(void *call);
+
 /* settle the span of a v-layout (no-op for MPI_IN_PLACE; tnbc_alltoall.c) */
 int MPII_Tnbc_settle_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displs[],
                        MPI_Datatype type, int n);

@@ -12,7 +12,6 @@
  * MPI_IN_PLACE the input is copied first: the receive buffer is overwritten by the result. */
 
 #include "mpiimpl.h"
-#include "tnbc_engine.h"
 #include "tnbc_entry.h"
 #include "tnbc_op.h"
 #include "tnbc_util.h"
@@ -36,15 +35,21 @@ cvars:
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
-/* One reduction call: the input (count_in elements at sendbuf, or at recvbuf with
- * MPI_IN_PLACE) and where the result goes. */
+/* One reduction call: the input (count elements at sendbuf, or at recvbuf with MPI_IN_PLACE;
+ * Reduce_scatter(_block): the sum of the blocks) and where the result goes. */
 typedef struct {
-    MPIR_Tnbc_coll_t coll;
     const void *sendbuf;
     void *recvbuf;
-    MPI_Aint count_in;
+    MPI_Aint count;
+    const MPI_Aint *recvcounts; /* Reduce_scatter; NULL: blockcount each (_block) */
+    MPI_Aint blockcount;
     MPI_Datatype datatype;
     MPI_Op op;
+    int root;                   /* Reduce */
+    /* found by describe */
+    MPI_Aint typesize;
+    size_t nbytes;              /* of the input */
+    size_t *block_bytes;        /* Reduce_scatter(_block): per process */
     int no_result;              /* this process receives nothing (Reduce off the root, Exscan
                                  * on rank 0) */
 } MPII_Tnbc_reduction_t;
@@ -56,203 +61,204 @@ static int op_type_unsupported(MPI_Datatype datatype, MPI_Op op)
         !MPII_Tnbc_is_flat(datatype);
 }
 
-static MPIR_Tnbc_decision_t decide(const MPII_Tnbc_reduction_t * r, MPIR_Comm * comm_ptr,
-                                   size_t nbytes)
+static int settle_in_out(const void *call, MPIR_Comm * comm_ptr)
 {
-    MPIR_Tnbc_call_facts_t facts = {.coll = r->coll,.size_is_global = 1,
-        .largest_submsg_bytes = nbytes,
-        .op_type_unsupported = op_type_unsupported(r->datatype, r->op)
-    };
-    return MPII_Tnbc_decide(&facts, comm_ptr);
+    const MPII_Tnbc_reduction_t *r = call;
+    int mpi_errno = MPIR_Tnbc_settle_buf(r->sendbuf, r->count, r->datatype);
+    return mpi_errno ? mpi_errno : MPIR_Tnbc_settle_buf(r->recvbuf, r->count, r->datatype);
 }
 
-/* Run the schedule a builder put in args->sched (sched_rc: what it returned) for reduction r;
- * the schedule is freed in any case. */
-static int launch(MPII_Tnbc_start_t * args, const MPII_Tnbc_reduction_t * r, int sched_rc)
+static int describe(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t * facts)
+{
+    MPII_Tnbc_reduction_t *r = call;
+    MPIR_Datatype_get_size_macro(r->datatype, r->typesize);
+    r->nbytes = r->count > 0 ? (size_t) r->count * r->typesize : 0;
+    facts->size_is_global = 1;
+    facts->largest_submsg_bytes = r->nbytes;
+    facts->op_type_unsupported = op_type_unsupported(r->datatype, r->op);
+    return MPI_SUCCESS;
+}
+
+/* The input and the result, for the schedule a build put in args->sched (sched_rc: what the
+ * schedule builder returned). */
+static int place_buffers(MPII_Tnbc_start_t * args, const MPII_Tnbc_reduction_t * r,
+                         int sched_rc)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPI_Aint typesize;
 
     MPIR_ERR_CHKANDJUMP(sched_rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    MPIR_Datatype_get_size_macro(r->datatype, typesize);
     args->buf.reduce_type = r->datatype;
     args->buf.reduce_op = r->op;
     args->buf.recv_user = r->no_result ? NULL : r->recvbuf;
     if (r->sendbuf == MPI_IN_PLACE) {
         /* the input is the receive buffer, which the result overwrites */
-        size_t nbytes = (size_t) r->count_in * typesize;
-        args->buf.send_packed = MPL_malloc(nbytes + 1, MPL_MEM_COLL);
+        args->buf.send_packed = MPL_malloc(r->nbytes + 1, MPL_MEM_COLL);
         MPIR_ERR_CHKANDJUMP(!args->buf.send_packed, mpi_errno, MPI_ERR_OTHER, "**nomem");
-        memcpy(args->buf.send_packed, r->recvbuf, nbytes);
+        memcpy(args->buf.send_packed, r->recvbuf, r->nbytes);
     } else {
         args->buf.send_user = r->sendbuf;
     }
     /* never waits into a temporary space nor traces: nothing to unpack */
-    mpi_errno = MPII_Tnbc_run(args, NULL, NULL, NULL);
-    MPIR_ERR_CHECK(mpi_errno);
-
-  fn_exit:
-    MPL_free(args->buf.send_packed);
-    MPIR_Tnbc_sched_free(&args->sched);
-    return mpi_errno;
   fn_fail:
-    goto fn_exit;
+    return mpi_errno;
 }
+
+static int build_allreduce(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch)
+{
+    MPII_Tnbc_reduction_t *r = call;
+    MPIR_Comm *comm = args->comm;
+    return place_buffers(args, r, MPIR_Tnbc_sched_allreduce(&args->sched, comm->rank,
+                                                            comm->local_size, r->nbytes,
+                                                            r->typesize));
+}
+
+static const MPII_Tnbc_form_t allreduce_form = {
+    .settle = settle_in_out,.describe = describe,.build = build_allreduce
+};
 
 int MPIR_Tnbc_Allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
                         MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
                         int *tnbc_handled)
 {
-    int mpi_errno = MPI_SUCCESS;
-    MPI_Aint typesize;
-    MPII_Tnbc_reduction_t r = { MPIR_TNBC_COLL_ALLREDUCE, sendbuf, recvbuf, count, datatype, op };
-    MPII_Tnbc_start_t args = {.coll = r.coll,.comm = comm_ptr };
-
-    *tnbc_handled = 0;
-    MPIR_TNBC_SETTLE_BUF(sendbuf, count, datatype);
-    MPIR_TNBC_SETTLE_BUF(recvbuf, count, datatype);
-    MPIR_Datatype_get_size_macro(datatype, typesize);
-    size_t nbytes = count > 0 ? (size_t) count * typesize : 0;
-    if (decide(&r, comm_ptr, nbytes) != MPIR_TNBC_ACCEPT)
-        goto fn_exit;
-    *tnbc_handled = 1;
-
-    int rc = MPIR_Tnbc_sched_allreduce(&args.sched, comm_ptr->rank, comm_ptr->local_size,
-                                       nbytes, typesize);
-    mpi_errno = launch(&args, &r, rc);
-
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
+    MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.count = count,
+        .datatype = datatype,.op = op
+    };
+    return MPII_Tnbc_enter(&allreduce_form, &r, MPIR_TNBC_COLL_ALLREDUCE, comm_ptr,
+                           tnbc_handled);
 }
+
+static int describe_reduce(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t * facts)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_reduction_t *r = call;
+
+    r->no_result = (args->comm->rank != r->root);
+    /* erroneous, and the receive buffer off the root need not be memory */
+    MPIR_ERR_CHKANDJUMP(r->no_result && r->sendbuf == MPI_IN_PLACE, mpi_errno, MPI_ERR_BUFFER,
+                        "**sendbuf_inplace");
+    mpi_errno = describe(call, args, facts);
+  fn_fail:
+    return mpi_errno;
+}
+
+static int build_reduce(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch)
+{
+    MPII_Tnbc_reduction_t *r = call;
+    MPIR_Comm *comm = args->comm;
+    return place_buffers(args, r, MPIR_Tnbc_sched_reduce(&args->sched, comm->rank,
+                                                         comm->local_size, r->root, r->nbytes,
+                                                         r->typesize));
+}
+
+static const MPII_Tnbc_form_t reduce_form = {
+    .settle = settle_in_out,.describe = describe_reduce,.build = build_reduce
+};
 
 int MPIR_Tnbc_Reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
                      MPI_Op op, int root, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
                      int *tnbc_handled)
 {
-    int mpi_errno = MPI_SUCCESS;
-    MPI_Aint typesize;
-    int rank = comm_ptr->rank;
-    MPII_Tnbc_reduction_t r = { MPIR_TNBC_COLL_REDUCE, sendbuf, recvbuf, count, datatype, op,
-        rank != root
+    MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.count = count,
+        .datatype = datatype,.op = op,.root = root
     };
-    MPII_Tnbc_start_t args = {.coll = r.coll,.comm = comm_ptr };
-
-    *tnbc_handled = 0;
-    MPIR_TNBC_SETTLE_BUF(sendbuf, count, datatype);
-    MPIR_TNBC_SETTLE_BUF(recvbuf, count, datatype);
-    /* erroneous, and the receive buffer off the root need not be memory */
-    MPIR_ERR_CHKANDJUMP(rank != root && sendbuf == MPI_IN_PLACE, mpi_errno, MPI_ERR_BUFFER,
-                        "**sendbuf_inplace");
-    MPIR_Datatype_get_size_macro(datatype, typesize);
-    size_t nbytes = count > 0 ? (size_t) count * typesize : 0;
-    if (decide(&r, comm_ptr, nbytes) != MPIR_TNBC_ACCEPT)
-        goto fn_exit;
-    *tnbc_handled = 1;
-
-    int rc = MPIR_Tnbc_sched_reduce(&args.sched, rank, comm_ptr->local_size, root, nbytes,
-                                    typesize);
-    mpi_errno = launch(&args, &r, rc);
-
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
+    return MPII_Tnbc_enter(&reduce_form, &r, MPIR_TNBC_COLL_REDUCE, comm_ptr, tnbc_handled);
 }
 
 /* Reduce_scatter and Reduce_scatter_block: block k of the input goes to process k. */
-static int reduce_scatter(MPIR_Tnbc_coll_t coll, const void *sendbuf, void *recvbuf,
-                          const MPI_Aint recvcounts[], MPI_Aint blockcount,
-                          MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm_ptr,
-                          int *tnbc_handled)
+static int describe_reduce_scatter(void *call, MPII_Tnbc_start_t * args,
+                                   MPIR_Tnbc_call_facts_t * facts)
+{
+    MPII_Tnbc_reduction_t *r = call;
+    int size = args->comm->local_size;
+
+    r->count = 0;
+    for (int k = 0; k < size; k++)
+        r->count += r->recvcounts ? r->recvcounts[k] : r->blockcount;
+    return describe(call, args, facts);
+}
+
+static int build_reduce_scatter(void *call, MPII_Tnbc_start_t * args,
+                                MPII_Tnbc_launch_t * launch)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPI_Aint typesize, total = 0;
-    int size = comm_ptr->local_size;
-    size_t *bytes = NULL;
-    MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
+    MPII_Tnbc_reduction_t *r = call;
+    int size = args->comm->local_size;
 
-    *tnbc_handled = 0;
-    MPIR_TNBC_SETTLE_ALL();
-    MPIR_Datatype_get_size_macro(datatype, typesize);
+    r->block_bytes = MPL_malloc(size * sizeof(size_t), MPL_MEM_COLL);
+    MPIR_ERR_CHKANDJUMP(!r->block_bytes, mpi_errno, MPI_ERR_OTHER, "**nomem");
     for (int k = 0; k < size; k++)
-        total += recvcounts ? recvcounts[k] : blockcount;
-    MPII_Tnbc_reduction_t r = { coll, sendbuf, recvbuf, total, datatype, op };
-    if (decide(&r, comm_ptr, total > 0 ? (size_t) total * typesize : 0) != MPIR_TNBC_ACCEPT)
-        goto fn_exit;
-    *tnbc_handled = 1;
-
-    bytes = MPL_malloc(size * sizeof(size_t), MPL_MEM_COLL);
-    MPIR_ERR_CHKANDJUMP(!bytes, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    for (int k = 0; k < size; k++)
-        bytes[k] = (size_t) (recvcounts ? recvcounts[k] : blockcount) * typesize;
-    int rc = MPIR_Tnbc_sched_reduce_scatter(&args.sched, comm_ptr->rank, size, bytes, typesize);
-    mpi_errno = launch(&args, &r, rc);
-
-  fn_exit:
-    MPL_free(bytes);
-    return mpi_errno;
+        r->block_bytes[k] = (size_t) (r->recvcounts ? r->recvcounts[k] : r->blockcount) *
+            r->typesize;
+    mpi_errno = place_buffers(args, r,
+                              MPIR_Tnbc_sched_reduce_scatter(&args->sched, args->comm->rank,
+                                                             size, r->block_bytes,
+                                                             r->typesize));
   fn_fail:
-    goto fn_exit;
+    return mpi_errno;
 }
+
+static void free_block_bytes(void *call)
+{
+    MPL_free(((MPII_Tnbc_reduction_t *) call)->block_bytes);
+}
+
+/* settle: NULL, the input's and the blocks' spans are not worth finding */
+static const MPII_Tnbc_form_t reduce_scatter_form = {
+    .describe = describe_reduce_scatter,.build = build_reduce_scatter,.finish = free_block_bytes
+};
 
 int MPIR_Tnbc_Reduce_scatter(const void *sendbuf, void *recvbuf, const MPI_Aint recvcounts[],
                              MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm_ptr,
                              MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    return reduce_scatter(MPIR_TNBC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcounts, 0,
-                          datatype, op, comm_ptr, tnbc_handled);
+    MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.recvcounts = recvcounts,
+        .datatype = datatype,.op = op
+    };
+    return MPII_Tnbc_enter(&reduce_scatter_form, &r, MPIR_TNBC_COLL_REDUCE_SCATTER, comm_ptr,
+                           tnbc_handled);
 }
 
 int MPIR_Tnbc_Reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint recvcount,
                                    MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm_ptr,
                                    MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    return reduce_scatter(MPIR_TNBC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, NULL,
-                          recvcount, datatype, op, comm_ptr, tnbc_handled);
+    MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.blockcount = recvcount,
+        .datatype = datatype,.op = op
+    };
+    return MPII_Tnbc_enter(&reduce_scatter_form, &r, MPIR_TNBC_COLL_REDUCE_SCATTER_BLOCK,
+                           comm_ptr, tnbc_handled);
 }
 
-static int scan(MPIR_Tnbc_coll_t coll, const void *sendbuf, void *recvbuf, MPI_Aint count,
-                MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm_ptr, int *tnbc_handled)
+static int build_scan(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch)
 {
-    int mpi_errno = MPI_SUCCESS;
-    MPI_Aint typesize;
-    int exclusive = (coll == MPIR_TNBC_COLL_EXSCAN);
-    MPII_Tnbc_reduction_t r = { coll, sendbuf, recvbuf, count, datatype, op };
-    MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
-
-    *tnbc_handled = 0;
-    MPIR_TNBC_SETTLE_BUF(sendbuf, count, datatype);
-    MPIR_TNBC_SETTLE_BUF(recvbuf, count, datatype);
-    MPIR_Datatype_get_size_macro(datatype, typesize);
-    size_t nbytes = count > 0 ? (size_t) count * typesize : 0;
-    if (decide(&r, comm_ptr, nbytes) != MPIR_TNBC_ACCEPT)
-        goto fn_exit;
-    *tnbc_handled = 1;
-
-    r.no_result = (exclusive && comm_ptr->rank == 0);   /* undefined there: left as it is */
+    MPII_Tnbc_reduction_t *r = call;
+    int exclusive = (args->coll == MPIR_TNBC_COLL_EXSCAN);
     int nseg = MPL_MIN(MPL_MAX(1, MPIR_CVAR_TNBC_SCAN_SEGMENTS), 1024);
-    int rc = MPIR_Tnbc_sched_scan(&args.sched, comm_ptr->rank, comm_ptr->local_size, nbytes,
-                                  typesize, nseg, exclusive);
-    mpi_errno = launch(&args, &r, rc);
 
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
+    r->no_result = (exclusive && args->comm->rank == 0);        /* undefined there: left as it is */
+    return place_buffers(args, r, MPIR_Tnbc_sched_scan(&args->sched, args->comm->rank,
+                                                       args->comm->local_size, r->nbytes,
+                                                       r->typesize, nseg, exclusive));
 }
+
+static const MPII_Tnbc_form_t scan_form = {
+    .settle = settle_in_out,.describe = describe,.build = build_scan
+};
 
 int MPIR_Tnbc_Scan(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
                    MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    return scan(MPIR_TNBC_COLL_SCAN, sendbuf, recvbuf, count, datatype, op, comm_ptr,
-                tnbc_handled);
+    MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.count = count,
+        .datatype = datatype,.op = op
+    };
+    return MPII_Tnbc_enter(&scan_form, &r, MPIR_TNBC_COLL_SCAN, comm_ptr, tnbc_handled);
 }
 
 int MPIR_Tnbc_Exscan(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
                      MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
-    return scan(MPIR_TNBC_COLL_EXSCAN, sendbuf, recvbuf, count, datatype, op, comm_ptr,
-                tnbc_handled);
+    MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.count = count,
+        .datatype = datatype,.op = op
+    };
+    return MPII_Tnbc_enter(&scan_form, &r, MPIR_TNBC_COLL_EXSCAN, comm_ptr, tnbc_handled);
 }
