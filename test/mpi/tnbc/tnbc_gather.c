@@ -6,7 +6,8 @@
 /* The gather family with T-NBC: Allgather, Allgatherv, Gather, Gatherv, Scatter, Scatterv, each
  * with and without MPI_IN_PLACE, every root, sizes around the page and edge boundaries; the
  * received data is read in reverse order, and the send buffer is overwritten right after the
- * call (it must already be safe). */
+ * call (it must already be safe). Gatherv and Scatterv pass NULL counts at non-roots, as MPI
+ * allows: they must not be read there. */
 
 #include "mpitest.h"
 #include <stdio.h>
@@ -87,8 +88,8 @@ static void gather(int count, int root, int in_place, int v)
         for (int i = 0; i < rc[rank]; i++)
             r[rd[rank] + i] = value(rank, root, i);
     if (v)
-        MPI_Gatherv(ip ? MPI_IN_PLACE : s, rc[rank], MPI_INT, r, rc, rd, MPI_INT, root,
-                    MPI_COMM_WORLD);
+        MPI_Gatherv(ip ? MPI_IN_PLACE : s, rc[rank], MPI_INT, r, rank == root ? rc : NULL,
+                    rank == root ? rd : NULL, MPI_INT, root, MPI_COMM_WORLD);
     else
         MPI_Gather(ip ? MPI_IN_PLACE : s, count, MPI_INT, r, count, MPI_INT, root,
                    MPI_COMM_WORLD);
@@ -122,8 +123,8 @@ static void scatter(int count, int root, int in_place, int v)
         r[i] = -1;
     int ip = in_place && rank == root;
     if (v)
-        MPI_Scatterv(s, sc, sd, MPI_INT, ip ? MPI_IN_PLACE : r, sc[rank], MPI_INT, root,
-                     MPI_COMM_WORLD);
+        MPI_Scatterv(s, rank == root ? sc : NULL, rank == root ? sd : NULL, MPI_INT,
+                     ip ? MPI_IN_PLACE : r, sc[rank], MPI_INT, root, MPI_COMM_WORLD);
     else
         MPI_Scatter(s, count, MPI_INT, ip ? MPI_IN_PLACE : r, count, MPI_INT, root,
                     MPI_COMM_WORLD);

@@ -24,7 +24,8 @@ static inline int MPIR_Coll_get_nbrs(MPIR_Comm * comm_ptr, MPIR_Coll_nbrs_t * nb
 {
     int mpi_errno = MPI_SUCCESS, weighted;
 
-    nbrs->srcs = NULL;
+    nbrs->srcs = nbrs->dsts = NULL;
+    nbrs->recv_reversed = 0;
     mpi_errno = MPIR_Topo_canon_nhb_count(comm_ptr, &nbrs->indegree, &nbrs->outdegree,
                                           &weighted);
     MPIR_ERR_CHECK(mpi_errno);

@@ -6,8 +6,6 @@
 # Reorder + merge family: Alltoall(v) and Neighbor_alltoallv algorithms that order messages by
 # node distance and weight and merge each node pair's small messages (see README.tnbc)
 
-AM_CPPFLAGS += -I$(top_srcdir)/src/mpi/coll/rm
-
 mpi_core_sources += \
     src/mpi/coll/rm/rm_call.c \
     src/mpi/coll/rm/rm_comm.c \
@@ -18,6 +16,7 @@ mpi_core_sources += \
     src/mpi/coll/rm/rm_stats.c
 
 noinst_HEADERS += \
-    src/mpi/coll/include/rm.h \
+    src/mpi/coll/include/coll_peers.h \
+    src/mpi/coll/include/reorder_merge.h \
     src/mpi/coll/rm/rm_impl.h \
     src/mpi/coll/rm/rm_plan.h

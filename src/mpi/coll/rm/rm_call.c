@@ -24,21 +24,21 @@ void MPII_Rm_note_error(MPII_Rm_call_t * c, int mpi_errno)
 void MPII_Rm_note_malformed(MPII_Rm_call_t * c)
 {
     MPII_Rm_note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
-                                                    __LINE__, MPI_ERR_INTERN, "**fail", NULL));
+                                               __LINE__, MPI_ERR_INTERN, "**fail", NULL));
 }
 
 void MPII_Rm_note_truncated(MPII_Rm_call_t * c)
 {
     MPII_Rm_note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
-                                                    __LINE__, MPI_ERR_TRUNCATE, "**truncate",
-                                                    NULL));
+                                               __LINE__, MPI_ERR_TRUNCATE, "**truncate",
+                                               NULL));
 }
 
 /* data expected from a sender that sent none (stock MPICH would wait for ever) */
 void MPII_Rm_note_missing(MPII_Rm_call_t * c)
 {
     MPII_Rm_note_error(c, MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
-                                                    __LINE__, MPI_ERR_OTHER, "**fail", NULL));
+                                               __LINE__, MPI_ERR_OTHER, "**fail", NULL));
 }
 
 MPIR_Request **MPII_Rm_new_req(MPII_Rm_call_t * c)
@@ -103,8 +103,8 @@ void MPII_Rm_post_direct_recv(MPII_Rm_call_t * c, int p)
     }
     c->direct_req[p] = (int) (r - c->reqs);
     MPII_Rm_note_error(c, MPIC_Irecv(c->recvbuf + c->rdispls[p] * c->rext,
-                                          c->recvcounts[p], c->recvtype, p, c->tag_direct,
-                                          c->comm, r));
+                                     c->recvcounts[p], c->recvtype, p, c->tag_direct,
+                                     c->comm, r));
 }
 
 void MPII_Rm_post_direct_send(MPII_Rm_call_t * c, int p)
@@ -115,8 +115,8 @@ void MPII_Rm_post_direct_send(MPII_Rm_call_t * c, int p)
         return;
     }
     MPII_Rm_note_error(c, MPIC_Isend(c->sendbuf + c->sdispls[p] * c->sext,
-                                          c->sendcounts[p], c->sendtype, p, c->tag_direct,
-                                          c->comm, r, c->errflag));
+                                     c->sendcounts[p], c->sendtype, p, c->tag_direct,
+                                     c->comm, r, c->errflag));
 }
 
 /* Waits for request i, frees it and returns its status. */
@@ -166,8 +166,10 @@ int MPII_Rm_setup_call(MPII_Rm_call_t * c)
     c->local = c->st->node_ranks + c->st->node_start[c->my_node];
     c->nlocal = c->st->node_start[c->my_node + 1] - c->st->node_start[c->my_node];
     c->my_local = MPII_Rm_local_index(c, c->rank);
-    c->cap = MPIR_CVAR_REORDER_MERGE_AGGREGATE_MAX > 0 ? (size_t) MPIR_CVAR_REORDER_MERGE_AGGREGATE_MAX : 1;
-    c->merge_max = MPIR_CVAR_REORDER_MERGE_MSG_MAX > 0 ? (size_t) MPIR_CVAR_REORDER_MERGE_MSG_MAX : 0;
+    c->cap = MPIR_CVAR_REORDER_MERGE_AGGREGATE_MAX > 0 ?
+        (size_t) MPIR_CVAR_REORDER_MERGE_AGGREGATE_MAX : 1;
+    c->merge_max = MPIR_CVAR_REORDER_MERGE_MSG_MAX > 0 ?
+        (size_t) MPIR_CVAR_REORDER_MERGE_MSG_MAX : 0;
     c->direct_req = MPL_malloc(c->size * sizeof(int), MPL_MEM_COLL);
     c->own = MPL_calloc(c->size, sizeof(int), MPL_MEM_COLL);
     if (!c->direct_req || !c->own)

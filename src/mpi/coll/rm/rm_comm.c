@@ -4,11 +4,11 @@
  */
 
 /* What a communicator keeps for the reorder + merge algorithms (an attribute, freed with it):
- * its nodes, the node graph learnt by an Allreduce every MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH calls, and
- * the last plan with the key it was made for. */
+ * its nodes, the node graph learnt by an Allreduce every MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH
+ * calls, and the last plan with the key it was made for. */
 
 #include "mpiimpl.h"
-#include "rm.h"
+#include "reorder_merge.h"
 #include "rm_impl.h"
 
 /*
@@ -170,11 +170,13 @@ static int learn_graph(MPII_Rm_call_t * c)
 }
 
 /* Learns the node graph on the first call on the communicator and every
- * MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH calls: a count every process agrees on, so all take part. */
+ * MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH calls: a count every process agrees on, so all take
+ * part. */
 int MPII_Rm_update_graph(MPII_Rm_call_t * c)
 {
     int mpi_errno = MPI_SUCCESS;
-    uint64_t refresh = MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH > 0 ? MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH : 0;
+    uint64_t refresh = MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH > 0 ?
+        MPIR_CVAR_REORDER_MERGE_GRAPH_REFRESH : 0;
 
     if (c->st->calls == 0 || (refresh && c->st->calls % refresh == 0))
         mpi_errno = learn_graph(c);
@@ -223,7 +225,7 @@ int MPII_Rm_plan(MPII_Rm_call_t * c, int reorder)
 }
 
 /* T-NBC's Alltoall(v) schedule posts its sends in the plan's order as the blocking algorithm
- * would (merging stays the blocking algorithm's); see rm.h. */
+ * would (merging stays the blocking algorithm's); see reorder_merge.h. */
 const int *MPIR_Rm_send_order(MPIR_Rm_form_t form, MPIR_Comm * comm, const size_t * sbytes,
                               const size_t * rbytes, int *send_pos)
 {

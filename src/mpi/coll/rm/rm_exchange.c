@@ -125,15 +125,15 @@ static void send_aggregate(MPII_Rm_call_t * c, MPII_Rm_stream_t * s, int a)
                 }
                 const char *from = c->sendbuf + c->sdispls[peer] * c->sext;
                 MPII_Rm_note_error(c, MPIR_Typerep_pack(from, c->sendcounts[peer],
-                                                             c->sendtype, 0, s->staged[msg],
-                                                             wf[k].total, &actual));
+                                                        c->sendtype, 0, s->staged[msg],
+                                                        wf[k].total, &actual));
             }
             memcpy(p, s->staged[msg] + wf[k].off, wf[k].len);
         }
         p += wf[k].len;
     }
     MPII_Rm_note_error(c, MPIC_Isend(buf, (MPI_Aint) (p - buf), MPI_BYTE, s->fwd,
-                                          c->tag_aggregate, c->comm, r, c->errflag));
+                                     c->tag_aggregate, c->comm, r, c->errflag));
 }
 
 /* One stream per remote node, in the order its first message has in the plan; then empty
@@ -191,8 +191,8 @@ static int make_streams(MPII_Rm_call_t * c, MPII_Rm_stream_t ** out, int *nout)
         }
         double alpha = MPIR_Rm_alpha(st->graph + c->size, nn, c->my_node, s[k].node);
         if (MPIR_Rm_split(s[k].bytes, s[k].n, MPIR_CVAR_REORDER_MERGE_FIRST_BYTES > 0 ?
-                               (size_t) MPIR_CVAR_REORDER_MERGE_FIRST_BYTES : 1, alpha, c->cap,
-                               &s[k].split) != MPIR_RM_OK)
+                          (size_t) MPIR_CVAR_REORDER_MERGE_FIRST_BYTES : 1, alpha, c->cap,
+                          &s[k].split) != MPIR_RM_OK)
             rc = MPI_ERR_NO_MEM;
     }
     MPL_free(slot);
@@ -269,9 +269,9 @@ static void copy_to_self(MPII_Rm_call_t * c)
     int me = c->rank;
     if (c->sbytes[me] || c->rbytes[me])
         MPII_Rm_note_error(c, MPIR_Localcopy(c->sendbuf + c->sdispls[me] * c->sext,
-                                                  c->sendcounts[me], c->sendtype,
-                                                  c->recvbuf + c->rdispls[me] * c->rext,
-                                                  c->recvcounts[me], c->recvtype));
+                                             c->sendcounts[me], c->sendtype,
+                                             c->recvbuf + c->rdispls[me] * c->rext,
+                                             c->recvcounts[me], c->recvtype));
 }
 
 /* What the forwarders of my node sent me first (it may withdraw or add direct receives), then
@@ -290,10 +290,10 @@ static void complete(MPII_Rm_call_t * c, MPII_Rm_inbox_t * inbox, int ninbox)
 
 /* The exchange of an Alltoallv (the other forms become one, rm_forms.c); not in place. */
 int MPII_Rm_exchange(const void *sendbuf, const MPI_Aint * sendcounts,
-                          const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
-                          const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
-                          MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
-                          int reorder, int merge)
+                     const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
+                     const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
+                     MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
+                     int reorder, int merge)
 {
     int mpi_errno = MPI_SUCCESS;
     MPII_Rm_call_t c = {.comm = comm_ptr,.sendbuf = sendbuf,.sendcounts = sendcounts,

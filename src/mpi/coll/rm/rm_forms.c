@@ -27,7 +27,7 @@ static int alltoallv(const void *sendbuf, const MPI_Aint * sendcounts, const MPI
                                                               errflag);
     }
     return MPII_Rm_exchange(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                                 rdispls, recvtype, comm_ptr, errflag, reorder, merge);
+                            rdispls, recvtype, comm_ptr, errflag, reorder, merge);
 }
 
 static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
@@ -47,7 +47,7 @@ static int alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendty
                                                  recvcount), mpi_errno, MPI_ERR_OTHER,
                         "**nomem");
     mpi_errno = MPII_Rm_exchange(sendbuf, d.sc, d.sd, sendtype, recvbuf, d.rc, d.rd,
-                                      recvtype, comm_ptr, errflag, reorder, merge);
+                                 recvtype, comm_ptr, errflag, reorder, merge);
     MPL_free(d.sc);
   fn_exit:
     return mpi_errno;
@@ -128,7 +128,7 @@ static int neighbor_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
         }
     }
     mpi_errno = MPII_Rm_exchange(sendbuf, d.sc, d.sd, sendtype, recvbuf, d.rc, d.rd,
-                                      recvtype, comm_ptr, &errflag, reorder, merge);
+                                 recvtype, comm_ptr, &errflag, reorder, merge);
   fn_exit:
     MPL_free(d.sc);
     MPL_free(nbrs.srcs);

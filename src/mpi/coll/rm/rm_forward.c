@@ -54,8 +54,8 @@ static void unpack_mine(MPII_Rm_call_t * c, int src, const char *data, size_t by
 {
     MPI_Aint actual;
     MPII_Rm_note_error(c, MPIR_Typerep_unpack(data, bytes,
-                                                   c->recvbuf + c->rdispls[src] * c->rext,
-                                                   c->recvcounts[src], c->recvtype, 0, &actual));
+                                              c->recvbuf + c->rdispls[src] * c->rext,
+                                              c->recvcounts[src], c->recvtype, 0, &actual));
 }
 
 /* A whole merged message of `bytes` from src that I can take at once: it fits, and I posted no

@@ -25,7 +25,7 @@ typedef struct {
     int64_t *graph;             /* recv_total[size], then node_bytes[nnodes * nnodes] */
     uint64_t graph_gen;
     MPIR_Rm_cache_t cache;
-    MPIR_Rm_msg_t *msgs;   /* the ordered plan for cache's key */
+    MPIR_Rm_msg_t *msgs;        /* the ordered plan for cache's key */
     int nmsg;
     int nbrs_simple;            /* neighbour lists without repeats on every process: 1, 0,
                                  * or -1 not known yet */
@@ -83,10 +83,10 @@ void MPII_Rm_count(MPII_Rm_event_t event);
 
 /* rm_exchange.c */
 int MPII_Rm_exchange(const void *sendbuf, const MPI_Aint * sendcounts,
-                          const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
-                          const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
-                          MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
-                          int reorder, int merge);
+                     const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
+                     const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
+                     MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
+                     int reorder, int merge);
 
 /* rm_comm.c */
 int MPII_Rm_comm_get(MPIR_Comm * comm, MPII_Rm_comm_t ** out);
@@ -113,6 +113,6 @@ MPI_Status MPII_Rm_wait_req(MPII_Rm_call_t * c, int i);
 void MPII_Rm_forward(MPII_Rm_call_t * c);
 int MPII_Rm_post_inboxes(MPII_Rm_call_t * c, MPII_Rm_inbox_t ** out);
 void MPII_Rm_take_inbox(MPII_Rm_call_t * c, MPII_Rm_inbox_t * in,
-                             const MPI_Status * status);
+                        const MPI_Status * status);
 
 #endif /* RM_IMPL_H_INCLUDED */

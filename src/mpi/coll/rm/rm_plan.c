@@ -42,7 +42,7 @@ static int compare_msgs(const void *pa, const void *pb)
 }
 
 void MPIR_Rm_order(MPIR_Rm_msg_t * msgs, int n, int my_node, int my_rank,
-                        int comm_size, MPIR_Rm_order_t order)
+                   int comm_size, MPIR_Rm_order_t order)
 {
     /* qsort has no context argument in C99; the callers hold MPICH's lock or are tests */
     MPII_Rm_order_kind = order;
@@ -76,7 +76,7 @@ static size_t grow(size_t t, double alpha, size_t cap)
 }
 
 int MPIR_Rm_split(const size_t * bytes, int n, size_t first_bytes, double alpha, size_t cap,
-                       MPIR_Rm_split_t * split)
+                  MPIR_Rm_split_t * split)
 {
     size_t total = 0, target = first_bytes ? first_bytes : 1;
     int maxagg = 1, maxfrag = 0;
@@ -142,7 +142,7 @@ size_t MPIR_Rm_header_bytes(int nfrag)
 }
 
 char *MPIR_Rm_write_header(char *buf, int nfrag, int final,
-                                const MPIR_Rm_wire_frag_t * frags)
+                           const MPIR_Rm_wire_frag_t * frags)
 {
     MPII_Rm_header_t h = {.nfrag = (uint32_t) nfrag,.final = (uint32_t) final };
     memcpy(buf, &h, sizeof(h));
@@ -151,7 +151,7 @@ char *MPIR_Rm_write_header(char *buf, int nfrag, int final,
 }
 
 int MPIR_Rm_read_header(const char *buf, size_t len, int max_frag, int *nfrag, int *final,
-                             const MPIR_Rm_wire_frag_t ** frags, const char **payload)
+                        const MPIR_Rm_wire_frag_t ** frags, const char **payload)
 {
     MPII_Rm_header_t h;
 
@@ -185,7 +185,7 @@ size_t MPIR_Rm_directory_bytes(int n)
 }
 
 int MPIR_Rm_read_directory(const char *buf, size_t len, int *n, const int64_t ** entries,
-                                const char **payload)
+                           const char **payload)
 {
     int64_t count;
 
@@ -223,7 +223,7 @@ uint64_t MPIR_Rm_signature(const size_t * send_bytes, const size_t * recv_bytes,
 }
 
 int MPIR_Rm_cache_lookup(MPIR_Rm_cache_t * cache, uint64_t sig, uint64_t graph_gen,
-                              const size_t * send_bytes, const size_t * recv_bytes, int n)
+                         const size_t * send_bytes, const size_t * recv_bytes, int n)
 {
     size_t half = (size_t) n * sizeof(size_t);
     if (cache->valid && cache->sig == sig && cache->graph_gen == graph_gen && cache->n == n &&

@@ -43,7 +43,7 @@ typedef struct {
  * (and MPIR_RM_ORDER_RING) fall back to ring order from my_rank, so that concurrent
  * senders start on different targets. */
 void MPIR_Rm_order(MPIR_Rm_msg_t * msgs, int n, int my_node, int my_rank,
-                        int comm_size, MPIR_Rm_order_t order);
+                   int comm_size, MPIR_Rm_order_t order);
 
 /* The growth factor of node pair (a, b): node_bytes is the node graph (row = source node). */
 double MPIR_Rm_alpha(const int64_t * node_bytes, int nnodes, int a, int b);
@@ -64,7 +64,7 @@ typedef struct {
  * times the previous payload, never more than cap bytes. Zero-byte messages are skipped; a
  * stream with no bytes has one empty aggregate (the receiver always expects one). */
 int MPIR_Rm_split(const size_t * bytes, int n, size_t first_bytes, double alpha, size_t cap,
-                       MPIR_Rm_split_t * split);
+                  MPIR_Rm_split_t * split);
 void MPIR_Rm_split_free(MPIR_Rm_split_t * split);
 
 /* Aggregate wire format: a header {nfrag, final}, nfrag fragment descriptors, then the
@@ -82,18 +82,18 @@ typedef struct {
 size_t MPIR_Rm_header_bytes(int nfrag);
 /* Writes the header; returns where the payload starts. */
 char *MPIR_Rm_write_header(char *buf, int nfrag, int final,
-                                const MPIR_Rm_wire_frag_t * frags);
+                           const MPIR_Rm_wire_frag_t * frags);
 /* Checks that buf[0, len) is a well-formed aggregate of at most max_frag fragments whose
  * payloads fit; sets its parts. */
 int MPIR_Rm_read_header(const char *buf, size_t len, int max_frag, int *nfrag, int *final,
-                             const MPIR_Rm_wire_frag_t ** frags, const char **payload);
+                        const MPIR_Rm_wire_frag_t ** frags, const char **payload);
 
 /* A forwarder's message to one process of its node: a directory {n, then n x (source, bytes)}
  * followed by the payloads in directory order; bytes < 0 announces a direct message of
  * -(bytes + 1) bytes, with no payload. */
 size_t MPIR_Rm_directory_bytes(int n);
 int MPIR_Rm_read_directory(const char *buf, size_t len, int *n, const int64_t ** entries,
-                                const char **payload);
+                           const char **payload);
 
 /* A signature of a process's counts: plans made for one signature are reused for it. */
 uint64_t MPIR_Rm_signature(const size_t * send_bytes, const size_t * recv_bytes, int n);
@@ -112,7 +112,7 @@ typedef struct {
 /* 1 if the kept plan is for (sig, graph_gen) and these counts; else 0, and the key becomes
  * theirs (if it cannot be kept for lack of memory, the next lookup misses again). */
 int MPIR_Rm_cache_lookup(MPIR_Rm_cache_t * cache, uint64_t sig, uint64_t graph_gen,
-                              const size_t * send_bytes, const size_t * recv_bytes, int n);
+                         const size_t * send_bytes, const size_t * recv_bytes, int n);
 void MPIR_Rm_cache_free(MPIR_Rm_cache_t * cache);
 
 #endif /* RM_PLAN_H_INCLUDED */

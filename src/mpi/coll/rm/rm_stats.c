@@ -7,7 +7,7 @@
  * MPIR_Rm_get_stats and as MPI_T performance variables (category COLLECTIVE). */
 
 #include "mpiimpl.h"
-#include "rm.h"
+#include "reorder_merge.h"
 #include "rm_impl.h"
 
 static MPIR_Rm_stats_t counters;

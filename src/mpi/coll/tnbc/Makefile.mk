@@ -31,7 +31,6 @@ mpi_core_sources += \
 
 noinst_HEADERS += \
     src/include/mpir_tnbc.h \
-    src/mpi/coll/include/coll_peers.h \
     src/mpi/coll/include/tnbc.h \
     src/mpi/coll/tnbc/tnbc_access.h \
     src/mpi/coll/tnbc/tnbc_engine.h \

@@ -12,7 +12,7 @@
  * differently. */
 
 #include "mpiimpl.h"
-#include "rm.h"
+#include "reorder_merge.h"
 #include "tnbc_access.h"
 #include "tnbc_entry.h"
 #include "tnbc_op.h"
@@ -348,8 +348,10 @@ int MPII_Tnbc_pairwise_describe(MPII_Tnbc_pairwise_t * pw, MPII_Tnbc_start_t * a
     facts->largest_submsg_bytes = MPL_MAX(largest_send, largest_recv);
     /* a process that only sends (Gather at a non-root) judges by what it sends */
     args->ret.small = ((largest_recv ? largest_recv : largest_send) < MPII_Tnbc_policy.min_bytes);
-  fn_fail:
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 int MPII_Tnbc_pairwise_build(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch)
@@ -369,8 +371,10 @@ int MPII_Tnbc_pairwise_build(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_lau
     MPIR_ERR_CHKANDJUMP(rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
     launch->unpack = unpack_recv;
     launch->unpack_ctx = pw;
-  fn_fail:
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 void MPII_Tnbc_pairwise_finish(void *call)
@@ -432,8 +436,10 @@ static int describe_alltoall(void *call, MPII_Tnbc_start_t * args,
     a->pw.recv.counts = l->rc;
     a->pw.recv.displs = l->rd;
     mpi_errno = MPII_Tnbc_pairwise_describe(&a->pw, args, facts);
-  fn_fail:
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 static const MPII_Tnbc_form_t alltoall_form = {

@@ -236,8 +236,10 @@ static int place_buffers(MPII_Tnbc_bcast_t * b, MPII_Tnbc_start_t * args,
     }
     launch->unpack = unpack_buffer;
     launch->unpack_ctx = b;
-  fn_fail:
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 static int build(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch)
@@ -257,8 +259,10 @@ static int build(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * laun
     MPIR_ERR_CHKANDJUMP(rc != MPIR_TNBC_SCHED_OK, mpi_errno, MPI_ERR_OTHER, "**nomem");
     args->sched.body_window = MPL_MAX(MPIR_CVAR_TNBC_BCAST_WINDOW, 0);
     mpi_errno = place_buffers(b, args, launch);
-  fn_fail:
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 static void finish(void *call)

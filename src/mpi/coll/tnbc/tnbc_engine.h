@@ -3,8 +3,9 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* The engine (tnbc_engine.c): operations in flight, the helper thread, the one way every
- * builder ends (MPII_Tnbc_run), and waiting from an application thread. */
+/* The engine (tnbc_engine.c): operations in flight, the helper thread, the launch of a built
+ * call (MPII_Tnbc_run, called by the pipeline, tnbc_entry.c), and waiting from an application
+ * thread. */
 
 #ifndef TNBC_ENGINE_H_INCLUDED
 #define TNBC_ENGINE_H_INCLUDED
@@ -15,7 +16,7 @@
 typedef int (*MPII_Tnbc_unpack_t) (const void *ctx, const void *packed);
 /* Launch a built call and finish it: with recv_packed, unpack (which must be given) copies the
  * temporary receive space out; a trace run's receive buffer is kept guarded for its first
- * touches at site. Every builder ends here. */
+ * touches at site. */
 int MPII_Tnbc_run(MPII_Tnbc_start_t * args, MPIR_Tnbc_site_t * site, MPII_Tnbc_unpack_t unpack,
                   const void *ctx);
 /* Drive progress from the calling thread (which holds the global lock) until cond(arg). */

@@ -4,8 +4,8 @@
  */
 
 /* The way into the family (tnbc_entry.c): the one pipeline every entry point runs its call
- * through, settle -> check -> describe -> decide -> build -> launch -> finish, and the policy
- * the decision reads. A collective supplies a form: how to settle its buffers, the facts of a
+ * through, check (can T-NBC schedule it at all) -> settle -> describe -> decide -> build ->
+ * launch -> finish, and the policy the decision reads. A collective supplies a form: how to settle its buffers, the facts of a
  * call, and its schedule. */
 
 #ifndef TNBC_ENTRY_H_INCLUDED
@@ -43,8 +43,5 @@ typedef struct {
  * call now belongs to T-NBC (done, or returned early); 0: the stock algorithm must run. */
 int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t coll,
                     MPIR_Comm * comm_ptr, int *handled);
-
-/* Peers a rank may exchange with: enough to bound a buffer on either kind of communicator. */
-#define MPII_Tnbc_peers(comm_ptr_) MPL_MAX((comm_ptr_)->local_size, (comm_ptr_)->remote_size)
 
 #endif /* TNBC_ENTRY_H_INCLUDED */

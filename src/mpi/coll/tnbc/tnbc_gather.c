@@ -38,6 +38,8 @@ static int settle_pieces(const void *buf, MPI_Aint count, const MPI_Aint * count
     return MPIR_Tnbc_settle_buf(buf, count * n, type);
 }
 
+/* regular: Allgather, Gather, Scatter, whose piece sizes every process knows alike (a v-form's
+ * counts are only read where they count, and may be NULL elsewhere) */
 static int finish_describe(MPII_Tnbc_gather_t * g, MPII_Tnbc_start_t * args,
                            MPIR_Tnbc_call_facts_t * facts, int regular)
 {
@@ -88,9 +90,11 @@ static int describe_allgather(void *call, MPII_Tnbc_start_t * args,
         l->sc[p] = sendcount;
     g->pw.send = (MPII_Tnbc_side_t) {.buf = sendbuf,.type = sendtype };
     g->pw.recv = (MPII_Tnbc_side_t) {.buf = g->recvbuf,.type = g->recvtype };
-    mpi_errno = finish_describe(g, args, facts, !g->recvcounts);
-  fn_fail:
+    mpi_errno = finish_describe(g, args, facts, args->coll == MPIR_TNBC_COLL_ALLGATHER);
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 static const MPII_Tnbc_form_t allgather_form = {
@@ -168,9 +172,11 @@ static int describe_gather(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_
     }
     g->pw.send = send;
     g->pw.recv = recv;
-    mpi_errno = finish_describe(g, args, facts, !g->recvcounts);
-  fn_fail:
+    mpi_errno = finish_describe(g, args, facts, args->coll == MPIR_TNBC_COLL_GATHER);
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 static const MPII_Tnbc_form_t gather_form = {
@@ -242,9 +248,11 @@ static int describe_scatter(void *call, MPII_Tnbc_start_t * args,
     }
     g->pw.send = send;
     g->pw.recv = recv;
-    mpi_errno = finish_describe(g, args, facts, !g->sendcounts);
-  fn_fail:
+    mpi_errno = finish_describe(g, args, facts, args->coll == MPIR_TNBC_COLL_SCATTER);
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 static const MPII_Tnbc_form_t scatter_form = {

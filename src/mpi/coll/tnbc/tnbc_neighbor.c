@@ -52,8 +52,10 @@ static int describe(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t
     c->pw.recv.counts = l->rc;
     c->pw.recv.displs = l->rd;
     mpi_errno = MPII_Tnbc_pairwise_describe(&c->pw, args, facts);
-  fn_fail:
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 /* settle: NULL, every buffer T-NBC holds (finding the pieces needs the neighbour lists) */

@@ -55,7 +55,7 @@ typedef struct {
     int no_helper;              /* no helper thread: complete in the call (launch sets it) */
 } MPII_Tnbc_return_t;
 
-/* What a builder hands to MPII_Tnbc_run (and on to MPII_Tnbc_op_start). */
+/* What a form's build fills in for MPII_Tnbc_run (and on to MPII_Tnbc_op_start). */
 typedef struct {
     MPIR_Tnbc_coll_t coll;
     MPIR_Comm *comm;

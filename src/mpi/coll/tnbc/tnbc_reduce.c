@@ -99,8 +99,10 @@ static int place_buffers(MPII_Tnbc_start_t * args, const MPII_Tnbc_reduction_t *
         args->buf.send_user = r->sendbuf;
     }
     /* never waits into a temporary space nor traces: nothing to unpack */
-  fn_fail:
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 static int build_allreduce(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch)
@@ -137,8 +139,10 @@ static int describe_reduce(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_
     MPIR_ERR_CHKANDJUMP(r->no_result && r->sendbuf == MPI_IN_PLACE, mpi_errno, MPI_ERR_BUFFER,
                         "**sendbuf_inplace");
     mpi_errno = describe(call, args, facts);
-  fn_fail:
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 static int build_reduce(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch)
@@ -193,8 +197,10 @@ static int build_reduce_scatter(void *call, MPII_Tnbc_start_t * args,
                               MPIR_Tnbc_sched_reduce_scatter(&args->sched, args->comm->rank,
                                                              size, r->block_bytes,
                                                              r->typesize));
-  fn_fail:
+  fn_exit:
     return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 static void free_block_bytes(void *call)

@@ -10,7 +10,7 @@
  * the per-process totals are MPI_T performance variables (category TNBC) for tools. */
 
 #include "mpiimpl.h"
-#include "rm.h"
+#include "reorder_merge.h"
 #include "tnbc_stats.h"
 #include "mpir_pageguard.h"
 
@@ -53,7 +53,7 @@ typedef struct {
     uint64_t app_sleeps, app_sleep_ns;
     uint64_t node_turns, node_holds, node_hold_ns, node_gave_up;
     uint64_t paced_bodies, paced_flight_ns, paced_gaps, paced_gap_ns;
-    uint64_t rm_exchanges, rm_stock;    /* copied from rm.h's counters for the table */
+    uint64_t rm_exchanges, rm_stock;    /* copied from reorder_merge.h's counters for the table */
     uint64_t planned_sends;
     uint64_t bcast[MPII_TNBC_BCAST_COUNT];
     uint64_t faults, stale_faults, stall_ns, mprotect_calls, guard_refusals, guard_prot,

@@ -41,7 +41,7 @@ void MPII_Tnbc_stats_node_turn(uint64_t held_ns, int held, int gave_up);
 /* paced remote bodies of one operation: their time from post to delivery, and for those
  * posted when a delivery reopened the window, the time from that delivery */
 void MPII_Tnbc_stats_paced(uint64_t bodies, uint64_t flight_ns, uint64_t gaps, uint64_t gap_ns);
-/* an Alltoall(v) schedule sent in the reorder plan's order (rm.h: MPIR_Rm_send_order) */
+/* an Alltoall(v) schedule sent in the reorder plan's order (reorder_merge.h: MPIR_Rm_send_order) */
 void MPII_Tnbc_stats_planned_sends(void);
 typedef enum {
     MPII_TNBC_BCAST_OWN_ORDER,  /* a Bcast posted its receives in its access order */

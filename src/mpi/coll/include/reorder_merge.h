@@ -8,8 +8,8 @@
  * same for Alltoall and Neighbor_alltoallv) are declared in coll_algos.h, which
  * maint/gen_coll.py generates with their call sites (maint/patches/0015). */
 
-#ifndef RM_H_INCLUDED
-#define RM_H_INCLUDED
+#ifndef REORDER_MERGE_H_INCLUDED
+#define REORDER_MERGE_H_INCLUDED
 
 int MPIR_Rm_init(void);
 
@@ -37,4 +37,4 @@ typedef struct {
 } MPIR_Rm_stats_t;
 void MPIR_Rm_get_stats(MPIR_Rm_stats_t * stats);
 
-#endif /* RM_H_INCLUDED */
+#endif /* REORDER_MERGE_H_INCLUDED */
