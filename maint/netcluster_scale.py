@@ -8,12 +8,20 @@ import re
 _LINE = re.compile(r"^netcluster: scale (.*)$", re.M)
 
 
+def fields(stdout):
+    """The key=value pairs of netcluster's scale line, as written, or None."""
+    m = _LINE.search(stdout)
+    if not m:
+        return None
+    return dict(w.split("=", 1) for w in m.group(1).split() if "=" in w)
+
+
 def parse(stdout):
     """The scale of one run from netcluster's output, or None."""
     m = _LINE.search(stdout)
     if not m:
         return None
-    kv = dict(w.split("=", 1) for w in m.group(1).split() if "=" in w)
+    kv = fields(stdout)
     try:
         return {"D": float(kv["D"]), "capped": kv.get("capped") == "yes",
                 "period_us": int(kv.get("period_us", 0)), "quota_us": int(kv.get("quota_us", 0)),
