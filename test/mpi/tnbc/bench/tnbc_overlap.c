@@ -303,17 +303,29 @@ static const char *env_or(const char *name, const char *dflt)
     return v && *v ? v : dflt;
 }
 
-int main(int argc, char *argv[])
+/* ---- the run's parameters, buffers and measurements -------------------------------------- */
+
+static int iters = 10;
+static const char *scen = "abcde", *trace, *label, *cname, *mname;
+static const double f_curc[5] = { 1.5, 0, 0, 0.5, 0.5 };
+static const double f_rcrc[5] = { 4, 0.5, 4, 0.5, 4 };
+
+static int nsub;
+static struct sub *sv;          /* the receive buffer's sub-messages */
+static size_t send_n, recv_n;   /* elements */
+static double *ref;             /* the expected data: CRC "alone", no communication */
+static double *touch, *ready;   /* per sub-message, the last CRC's times */
+static double *v, *vmax;        /* NM x iters measurements, this rank's and the max over ranks */
+static long stamp = 1, calls;
+static double sec_per_unit, tcomm, rcomm;
+
+/* where the collectives cross between nodes */
+static int nnodes, *node_id;
+static char *nodes;
+static double offnode, node_max;
+
+static void parse_args(int argc, char *argv[])
 {
-    int iters = 10;
-    const char *scen = "abcde", *trace = NULL, *label = NULL;
-    static const double f_curc[5] = { 1.5, 0, 0, 0.5, 0.5 };
-    static const double f_rcrc[5] = { 4, 0.5, 4, 0.5, 4 };
-
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-
     for (int a = 1; a < argc; a++) {
         char *eq = strchr(argv[a], '=');
         if (!eq)
@@ -353,16 +365,15 @@ int main(int argc, char *argv[])
     for (const char *s = scen; *s; s++)
         if (*s < 'a' || *s > 'e')
             usage("scenarios are letters a..e");
-    const char *cname = coll == C_ALLTOALL ? "alltoall" : coll == C_ALLTOALLV ? "alltoallv"
-        : "bcast";
-    const char *mname = nbc ? "nbc" : "blocking";
+    cname = coll == C_ALLTOALL ? "alltoall" : coll == C_ALLTOALLV ? "alltoallv" : "bcast";
+    mname = nbc ? "nbc" : "blocking";
     if (!label)
         label = mname;
+}
 
-    /* ---- buffers and sub-messages (page-aligned, so every guarded page is whole) ---- */
-    int nsub;
-    size_t send_n, recv_n;
-    struct sub *sv;
+/* The sub-messages of the receive buffer and the counts of each collective. */
+static void layout(void)
+{
     if (coll == C_ALLTOALL) {
         count = bytes / 8;
         send_n = recv_n = count * size;
@@ -398,7 +409,11 @@ int main(int argc, char *argv[])
             sv[k] = (struct sub) { lo, hi - lo, lo, base_of(0, 0) };
         }
     }
-    size_t recv_bytes = recv_n * 8;
+}
+
+/* Page-aligned buffers, so that every guarded page is whole. */
+static void allocate(void)
+{
     void *mem = NULL;
     if (posix_memalign(&mem, PAGE, (send_n ? send_n : 1) * 8))
         MPI_Abort(MPI_COMM_WORLD, 3);
@@ -406,22 +421,27 @@ int main(int argc, char *argv[])
     if (posix_memalign(&mem, PAGE, recv_n * 8))
         MPI_Abort(MPI_COMM_WORLD, 3);
     recvbuf = mem;
-    double *ref = malloc(recv_n * 8);     /* the expected data: CRC "alone", no communication */
-    double *touch = malloc(2 * nsub * sizeof(double)), *ready = touch + nsub;
-    if (!ref || !touch)
+    ref = malloc(recv_n * 8);
+    touch = malloc(2 * nsub * sizeof(double));
+    v = malloc(NM * iters * sizeof(double));
+    vmax = malloc(NM * iters * sizeof(double));
+    if (!ref || !touch || !v || !vmax)
         MPI_Abort(MPI_COMM_WORLD, 3);
+    ready = touch + nsub;
     memset(recvbuf, 0, recv_n * 8);
+}
 
-    pvars_init();
-
-    /* ---- which library, which nodes ---- */
-    char node[MPI_MAX_PROCESSOR_NAME] = { 0 }, *nodes;
+/* Which node each rank is on, and the payload one call must move between nodes (bcast: at
+ * least one copy into every other node; the algorithm may send more). */
+static void find_wire(void)
+{
+    char node[MPI_MAX_PROCESSOR_NAME] = { 0 };
     int nlen;
     MPI_Get_processor_name(node, &nlen);
     nodes = calloc(size, MPI_MAX_PROCESSOR_NAME);
     MPI_Allgather(node, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, nodes, MPI_MAX_PROCESSOR_NAME,
                   MPI_CHAR, MPI_COMM_WORLD);
-    int *node_id = malloc(size * sizeof(int)), nnodes = 0;
+    node_id = malloc(size * sizeof(int));
     for (int r = 0; r < size; r++) {
         node_id[r] = -1;
         for (int q = 0; q < r && node_id[r] < 0; q++)
@@ -430,9 +450,7 @@ int main(int argc, char *argv[])
         if (node_id[r] < 0)
             node_id[r] = nnodes++;
     }
-    /* Payload one call must move between nodes (bcast: at least one copy into every other
-     * node; the algorithm may send more). */
-    double offnode = 0, node_max = 0, *node_io = calloc(2 * nnodes, sizeof(double));
+    double *node_io = calloc(2 * nnodes, sizeof(double));
     for (int s = 0; s < size; s++)
         for (int d = 0; d < size; d++)
             if (node_id[s] != node_id[d] && coll != C_BCAST) {
@@ -448,52 +466,53 @@ int main(int argc, char *argv[])
         node_max = nnodes > 1 ? 8.0 * count : 0;
     }
     free(node_io);
+}
 
-    if (rank == 0) {
-        char lib[MPI_MAX_LIBRARY_VERSION_STRING], ver[64] = "?", dev[64] = "?";
-        int llen;
-        MPI_Get_library_version(lib, &llen);
-        const char *p = strstr(lib, "MPICH Version:");
-        if (p)
-            sscanf(p + 14, " %63s", ver);
-        p = strstr(lib, "MPICH Device:");
-        if (p)
-            sscanf(p + 13, " %63s", dev);
-        if (!strstr(lib, "MPICH"))
-            snprintf(ver, sizeof(ver), "%.60s", lib);
-        const char *path = "?";
+/* Rank 0: which library the process really loaded, and the run's parameters. */
+static void print_header(void)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING], ver[64] = "?", dev[64] = "?";
+    int llen;
+    MPI_Get_library_version(lib, &llen);
+    const char *p = strstr(lib, "MPICH Version:");
+    if (p)
+        sscanf(p + 14, " %63s", ver);
+    p = strstr(lib, "MPICH Device:");
+    if (p)
+        sscanf(p + 13, " %63s", dev);
+    if (!strstr(lib, "MPICH"))
+        snprintf(ver, sizeof(ver), "%.60s", lib);
+    const char *path = "?";
 #ifdef __GLIBC__
-        Dl_info dl;
-        if (dladdr((void *) MPI_Init, &dl) && dl.dli_fname)
-            path = dl.dli_fname;
+    Dl_info dl;
+    if (dladdr((void *) MPI_Init, &dl) && dl.dli_fname)
+        path = dl.dli_fname;
 #endif
-        char pvs[80] = "";
-        for (int k = 0; k < 3; k++)
-            if (pv_found[k])
-                snprintf(pvs + strlen(pvs), sizeof(pvs) - strlen(pvs), "%s%s", *pvs ? "," : "",
-                         pv_name[k]);
-        printf("# tnbc_overlap lib=\"MPICH %s %s\" libpath=%s pvars=%s coll=%s mode=%s "
-               "label=%s tnbc=%s async=%s np=%d nodes=%d bytes=%zu iters=%d scen=%s\n", ver, dev,
-               path, *pvs ? pvs : "absent", cname, mname, label,
-               env_or("MPIR_CVAR_TNBC_ENABLE", "0"), env_or("MPIR_CVAR_ASYNC_PROGRESS", "0"),
-               size, nnodes, bytes, iters, scen);
-        printf("# overlap_pct = 100*(Tcomm + Tcomp - Ttotal)/min(Tcomm, Tcomp) (OSU style; "
-               "Tcomp = CURC + CRC alone on present data); pred_ms = min(Tcomm - Tinit, "
-               "T_CURC + Tcomm*Rcomm/R_CRC) (eq. 3; Tinit = Tcall, T_CURC and Tcomm*Rcomm/R_CRC "
-               "= the CRC measured alone); pred_pct = 100*pred_ms/min(Tcomm, Tcomp); "
-               "hidden_pct = 100*(1 - (stall + Tcall + Twait)/Tcomm); times: median over "
-               "iterations of the max over ranks\n");
-        fflush(stdout);
-    }
+    char pvs[80] = "";
+    for (int k = 0; k < 3; k++)
+        if (pv_found[k])
+            snprintf(pvs + strlen(pvs), sizeof(pvs) - strlen(pvs), "%s%s", *pvs ? "," : "",
+                     pv_name[k]);
+    printf("# tnbc_overlap lib=\"MPICH %s %s\" libpath=%s pvars=%s coll=%s mode=%s "
+           "label=%s tnbc=%s async=%s np=%d nodes=%d bytes=%zu iters=%d scen=%s\n", ver, dev,
+           path, *pvs ? pvs : "absent", cname, mname, label,
+           env_or("MPIR_CVAR_TNBC_ENABLE", "0"), env_or("MPIR_CVAR_ASYNC_PROGRESS", "0"),
+           size, nnodes, bytes, iters, scen);
+    printf("# overlap_pct = 100*(Tcomm + Tcomp - Ttotal)/min(Tcomm, Tcomp) (OSU style; "
+           "Tcomp = CURC + CRC alone on present data); pred_ms = min(Tcomm - Tinit, "
+           "T_CURC + Tcomm*Rcomm/R_CRC) (eq. 3; Tinit = Tcall, T_CURC and Tcomm*Rcomm/R_CRC "
+           "= the CRC measured alone); pred_pct = 100*pred_ms/min(Tcomm, Tcomp); "
+           "hidden_pct = 100*(1 - (stall + Tcall + Twait)/Tcomm); times: median over "
+           "iterations of the max over ranks\n");
+    fflush(stdout);
+}
 
-    double sec_per_unit = curc_calibrate();
-    double *v = malloc(NM * iters * sizeof(double)), *vmax = malloc(NM * iters * sizeof(double));
-    long stamp = 1, calls = 0;
+/* Tcomm: the blocking collective alone, until its data is in the receive buffer. With T-NBC
+ * the call returns early: reading one element per page waits for the rest, so Tcomm is the
+ * same thing for every library. */
+static void measure_tcomm(void)
+{
     MPI_Request req = MPI_REQUEST_NULL;
-
-    /* ---- Tcomm: the blocking collective alone, until its data is in the receive buffer.
-     * With T-NBC the call returns early: reading one element per page waits for the rest,
-     * so Tcomm is the same thing for every library. ---- */
     nbc = 0;
     for (int it = -1; it < iters; it++, stamp++) {
         fill_send(stamp);
@@ -515,182 +534,216 @@ int main(int argc, char *argv[])
     }
     nbc = strcmp(mname, "nbc") == 0;
     MPI_Allreduce(v, vmax, 2 * iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    double tcomm = median(vmax, iters), tcomm_call = median(vmax + iters, iters);
-    double rcomm = recv_bytes / tcomm;
+    tcomm = median(vmax, iters);
+    double tcomm_call = median(vmax + iters, iters);
+    rcomm = recv_n * 8 / tcomm;
     if (rank == 0) {
         printf("tcomm coll=%s label=%s np=%d bytes=%zu Tcomm_ms=%.3f Tcomm_call_ms=%.3f "
                "Rcomm_MBps=%.1f recv_bytes_rank0=%zu\n", cname, label, size, bytes, tcomm * 1e3,
-               tcomm_call * 1e3, rcomm / 1e6, recv_bytes);
+               tcomm_call * 1e3, rcomm / 1e6, recv_n * 8);
         fflush(stdout);
     }
+}
 
-    long total_errors = 0;
-    for (const char *sc = scen; *sc; sc++) {
-        int si = *sc - 'a';
-        long err = 0, early = 0;
-        double t_curc_target = f_curc[si] * tcomm;
-        long units = (long) (t_curc_target / sec_per_unit + 0.5);
+/* One scenario's computation without communication: its CRC pace and CURC length, and the
+ * times of CURC, CRC and both alone. */
+typedef struct {
+    double passes;              /* CRC's pace */
+    long units;                 /* CURC's length */
+    double a_max[3];            /* curc, crc, both: median of 3, max over ranks (rank 0) */
+    double r_crc;               /* this rank's CRC rate, bytes/s */
+    long cal_stamp;
+} alone_t;
 
-        /* CRC calibrated on the expected data, then CURC + CRC alone (no communication) */
-        long cal_stamp = stamp;
-        for (int k = 0; k < nsub; k++)
-            fill(ref + sv[k].off, sv[k].n, sv[k].base, sv[k].idx0, cal_stamp);
-        MPI_Barrier(MPI_COMM_WORLD);
-        double passes = crc_calibrate(ref, sv, nsub, cal_stamp, tcomm / f_rcrc[si], touch,
-                                      ready, &err);
-        if (units > 0) {
-            /* the CPU may be faster or busier than at the start: correct the CURC once */
-            double t = MPI_Wtime();
-            sink += curc_units(units);
-            t = MPI_Wtime() - t;
-            if (t > 0)
-                units = (long) (units * t_curc_target / t + 0.5);
-        }
-        double alone[3][3];     /* [rep][curc, crc, both] */
-        MPI_Barrier(MPI_COMM_WORLD);
-        for (int r = 0; r < 3; r++) {
-            double t0 = MPI_Wtime();
-            sink += curc_units(units);
-            double t1 = MPI_Wtime();
-            err += crc(ref, sv, nsub, cal_stamp, passes, t1, touch, ready);
-            double t2 = MPI_Wtime();
-            alone[r][0] = t1 - t0;
-            alone[r][1] = t2 - t1;
-            alone[r][2] = t2 - t0;
-        }
-        double a_loc[3], a_max[3];
-        for (int m = 0; m < 3; m++) {
-            double c[3] = { alone[0][m], alone[1][m], alone[2][m] };
-            a_loc[m] = median(c, 3);
-        }
-        MPI_Reduce(a_loc, a_max, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        double r_crc = recv_bytes / a_loc[1];   /* this rank's real rate (rank 0 prints it) */
+static long calibrate_alone(int si, alone_t * al)
+{
+    long err = 0;
+    double t_curc_target = f_curc[si] * tcomm;
+    al->units = (long) (t_curc_target / sec_per_unit + 0.5);
 
-        /* ---- the measured iterations ---- */
-        double last_total = 0;
-        for (int it = -1; it < iters; it++, stamp++) {
-            fill_send(stamp);
-            double p0[3] = { pvar(0), pvar(1), pvar(2) };
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            coll_start(&req);
-            double t1 = MPI_Wtime();
-            sink += curc_units(units);
-            double t2 = MPI_Wtime();
-            if (nbc)
-                MPI_Wait(&req, MPI_STATUS_IGNORE);
-            double t3 = MPI_Wtime();
-            err += crc(recvbuf, sv, nsub, stamp, passes, t0, touch, ready);
-            double t4 = MPI_Wtime();
-            double p1[3] = { pvar(0), pvar(1), pvar(2) };
-            calls++;
-            last_total = t4 - t0;
-            if (it < 0)
-                continue;
-            early += (long) (p1[2] - p0[2]);
-            double stall = (p1[0] - p0[0]) * 1e-9;
-            double m[NM] = { t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0, stall,
-                (p1[1] - p0[1]) * 1e-9, stall + (t1 - t0) + (t3 - t2)
-            };
-            for (int k = 0; k < NM; k++)
-                v[k * iters + it] = m[k];
-        }
-        MPI_Reduce(v, vmax, NM * iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        long err_all = 0, early_all = 0;
-        MPI_Reduce(&err, &err_all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&early, &early_all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-        total_errors += err;
-
-        /* per-sub-message timing of the last iteration of (c): rank 0 and the slowest rank */
-        if (*sc == 'c' && trace) {
-            int n2 = 2 * nsub + 1;
-            double *mine = malloc(n2 * sizeof(double)), *all = NULL;
-            mine[0] = last_total;
-            memcpy(mine + 1, touch, 2 * nsub * sizeof(double));
-            if (rank == 0)
-                all = malloc((size_t) n2 * size * sizeof(double));
-            MPI_Gather(mine, n2, MPI_DOUBLE, all, n2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-            if (rank == 0) {
-                int slow = 0;
-                for (int r = 1; r < size; r++)
-                    if (all[r * n2] > all[slow * n2])
-                        slow = r;
-                FILE *f = fopen(trace, "w");
-                if (f) {
-                    fprintf(f, "# tnbc_overlap trace coll=%s label=%s np=%d bytes=%zu "
-                            "scenario=c (last iteration); ms since the collective call "
-                            "started: touch = just before the first read of the sub-message, "
-                            "ready = just after it returned\n# rank role sub bytes touch_ms "
-                            "ready_ms\n", cname, label, size, bytes);
-                    int who[2] = { 0, slow };
-                    for (int w = 0; w < 2; w++) {
-                        const double *t = all + who[w] * n2 + 1;
-                        for (int k = 0; k < nsub; k++) {
-                            /* the slowest rank's sizes (alltoallv) */
-                            size_t nb = coll == C_ALLTOALLV ? skew_count(k, who[w]) * 8
-                                : sv[k].n * 8;
-                            fprintf(f, "%d %s %d %zu %.4f %.4f\n", who[w],
-                                    w ? "slowest" : "rank0", k, nb, t[k] * 1e3,
-                                    t[nsub + k] * 1e3);
-                        }
-                        fprintf(f, "\n\n");     /* a gnuplot data block per role */
-                    }
-                    fclose(f);
-                } else {
-                    perror(trace);
-                }
-                free(all);
-            }
-            free(mine);
-        }
-
-        if (rank == 0) {
-            double md[NM];
-            for (int k = 0; k < NM; k++)
-                md[k] = median(vmax + k * iters, iters);
-            double tcomp = a_max[2], tinit = md[M_CALL], total = md[M_TOTAL];
-            double ovl = tcomm + tcomp - total;
-            double den = tcomm < tcomp ? tcomm : tcomp;
-            double pred = tcomm - tinit < a_max[0] + a_max[1] ? tcomm - tinit
-                : a_max[0] + a_max[1];
-            printf("scenario=%c coll=%s mode=%s label=%s tnbc=%s async=%s np=%d bytes=%zu "
-                   "Tcomm_ms=%.3f Tinit_ms=%.3f T_CURC_target_ms=%.3f T_CURC_ms=%.3f "
-                   "T_CRC_ms=%.3f Tcomp_ms=%.3f R_CRC_target_x=%.1f R_CRC_MBps=%.1f "
-                   "R_CRC_x=%.2f Tcurc_ms=%.3f Twait_ms=%.3f Tcrc_ms=%.3f "
-                   "Ttotal_ms=%.3f overlap_ms=%.3f overlap_pct=%.1f pred_ms=%.3f "
-                   "pred_pct=%.1f hidden_pct=%.1f stall_ms=%.3f in_call_ms=%.3f early=%ld "
-                   "errors=%ld\n", *sc, cname, mname, label,
-                   env_or("MPIR_CVAR_TNBC_ENABLE", "0"), env_or("MPIR_CVAR_ASYNC_PROGRESS", "0"),
-                   size, bytes, tcomm * 1e3, tinit * 1e3, t_curc_target * 1e3, a_max[0] * 1e3,
-                   a_max[1] * 1e3, tcomp * 1e3, f_rcrc[si], r_crc / 1e6, r_crc / rcomm,
-                   md[M_CURC] * 1e3, md[M_WAIT] * 1e3, md[M_CRC] * 1e3, total * 1e3,
-                   ovl * 1e3, 100 * ovl / den, pred * 1e3, 100 * pred / den,
-                   100 * (1 - md[M_EXPOSED] / tcomm), md[M_STALL] * 1e3,
-                   md[M_INCALL] * 1e3, early_all, err_all);
-            fflush(stdout);
-        }
+    /* CRC calibrated on the expected data, then CURC + CRC alone (no communication) */
+    al->cal_stamp = stamp;
+    for (int k = 0; k < nsub; k++)
+        fill(ref + sv[k].off, sv[k].n, sv[k].base, sv[k].idx0, al->cal_stamp);
+    MPI_Barrier(MPI_COMM_WORLD);
+    al->passes = crc_calibrate(ref, sv, nsub, al->cal_stamp, tcomm / f_rcrc[si], touch, ready,
+                               &err);
+    if (al->units > 0) {
+        /* the CPU may be faster or busier than at the start: correct the CURC once */
+        double t = MPI_Wtime();
+        sink += curc_units(al->units);
+        t = MPI_Wtime() - t;
+        if (t > 0)
+            al->units = (long) (al->units * t_curc_target / t + 0.5);
     }
+    double alone[3][3];         /* [rep][curc, crc, both] */
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int r = 0; r < 3; r++) {
+        double t0 = MPI_Wtime();
+        sink += curc_units(al->units);
+        double t1 = MPI_Wtime();
+        err += crc(ref, sv, nsub, al->cal_stamp, al->passes, t1, touch, ready);
+        double t2 = MPI_Wtime();
+        alone[r][0] = t1 - t0;
+        alone[r][1] = t2 - t1;
+        alone[r][2] = t2 - t0;
+    }
+    double a_loc[3];
+    for (int m = 0; m < 3; m++) {
+        double c[3] = { alone[0][m], alone[1][m], alone[2][m] };
+        a_loc[m] = median(c, 3);
+    }
+    MPI_Reduce(a_loc, al->a_max, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    al->r_crc = recv_n * 8 / a_loc[1];
+    return err;
+}
 
-    long errors_all = 0;
-    MPI_Reduce(&total_errors, &errors_all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+/* The measured iterations: collective, CURC, wait (nbc), CRC on the received data. Fills v;
+ * returns the data errors, *early the calls that returned early, *last_total the last
+ * iteration's time. */
+static long iterate(const alone_t * al, long *early, double *last_total)
+{
+    long err = 0;
+    MPI_Request req = MPI_REQUEST_NULL;
+    for (int it = -1; it < iters; it++, stamp++) {
+        fill_send(stamp);
+        double p0[3] = { pvar(0), pvar(1), pvar(2) };
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        coll_start(&req);
+        double t1 = MPI_Wtime();
+        sink += curc_units(al->units);
+        double t2 = MPI_Wtime();
+        if (nbc)
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        double t3 = MPI_Wtime();
+        err += crc(recvbuf, sv, nsub, stamp, al->passes, t0, touch, ready);
+        double t4 = MPI_Wtime();
+        double p1[3] = { pvar(0), pvar(1), pvar(2) };
+        calls++;
+        *last_total = t4 - t0;
+        if (it < 0)
+            continue;
+        *early += (long) (p1[2] - p0[2]);
+        double stall = (p1[0] - p0[0]) * 1e-9;
+        double m[NM] = { t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0, stall,
+            (p1[1] - p0[1]) * 1e-9, stall + (t1 - t0) + (t3 - t2)
+        };
+        for (int k = 0; k < NM; k++)
+            v[k * iters + it] = m[k];
+    }
+    return err;
+}
+
+/* Rank 0 writes the per-sub-message times of the last iteration, its own and the slowest
+ * rank's (one gnuplot data block each). */
+static void write_trace_file(const double *all, int n2, int slow)
+{
+    FILE *f = fopen(trace, "w");
+    if (!f) {
+        perror(trace);
+        return;
+    }
+    fprintf(f, "# tnbc_overlap trace coll=%s label=%s np=%d bytes=%zu "
+            "scenario=c (last iteration); ms since the collective call "
+            "started: touch = just before the first read of the sub-message, "
+            "ready = just after it returned\n# rank role sub bytes touch_ms "
+            "ready_ms\n", cname, label, size, bytes);
+    int who[2] = { 0, slow };
+    for (int w = 0; w < 2; w++) {
+        const double *t = all + who[w] * n2 + 1;
+        for (int k = 0; k < nsub; k++) {
+            /* the slowest rank's sizes (alltoallv) */
+            size_t nb = coll == C_ALLTOALLV ? skew_count(k, who[w]) * 8 : sv[k].n * 8;
+            fprintf(f, "%d %s %d %zu %.4f %.4f\n", who[w], w ? "slowest" : "rank0", k, nb,
+                    t[k] * 1e3, t[nsub + k] * 1e3);
+        }
+        fprintf(f, "\n\n");     /* a gnuplot data block per role */
+    }
+    fclose(f);
+}
+
+/* per-sub-message timing of the last iteration of (c): rank 0 and the slowest rank */
+static void gather_trace(double last_total)
+{
+    int n2 = 2 * nsub + 1;
+    double *mine = malloc(n2 * sizeof(double)), *all = NULL;
+    mine[0] = last_total;
+    memcpy(mine + 1, touch, 2 * nsub * sizeof(double));
+    if (rank == 0)
+        all = malloc((size_t) n2 * size * sizeof(double));
+    MPI_Gather(mine, n2, MPI_DOUBLE, all, n2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        /* the busiest node link's payload per call bounds Tcomm from below (bcast: a lower
-         * bound, the algorithm may send more) */
-        printf("wire coll=%s label=%s np=%d nodes=%d calls=%ld offnode_payload_per_call=%.0f "
-               "offnode_payload_total=%.0f busiest_link_payload_per_call=%.0f errors=%ld\n",
-               cname, label, size, nnodes, calls, offnode, offnode * calls, node_max,
-               errors_all);
-        fflush(stdout);
+        int slow = 0;
+        for (int r = 1; r < size; r++)
+            if (all[r * n2] > all[slow * n2])
+                slow = r;
+        write_trace_file(all, n2, slow);
+        free(all);
     }
+    free(mine);
+}
 
-    for (int k = 0; k < 3; k++)
-        if (pv_found[k])
-            MPI_T_pvar_handle_free(pv_session, &pv_handle[k]);
-    if (pv_inited) {
-        MPI_T_pvar_session_free(&pv_session);
-        MPI_T_finalize();
-    }
-    MPI_Finalize();
+/* Rank 0: one scenario's line, from the medians over iterations of the max over ranks. */
+static void print_scenario(char sc, const alone_t * al, long early_all, long err_all)
+{
+    int si = sc - 'a';
+    double md[NM];
+    for (int k = 0; k < NM; k++)
+        md[k] = median(vmax + k * iters, iters);
+    const double *a_max = al->a_max;
+    double tcomp = a_max[2], tinit = md[M_CALL], total = md[M_TOTAL];
+    double ovl = tcomm + tcomp - total;
+    double den = tcomm < tcomp ? tcomm : tcomp;
+    double pred = tcomm - tinit < a_max[0] + a_max[1] ? tcomm - tinit : a_max[0] + a_max[1];
+    printf("scenario=%c coll=%s mode=%s label=%s tnbc=%s async=%s np=%d bytes=%zu "
+           "Tcomm_ms=%.3f Tinit_ms=%.3f T_CURC_target_ms=%.3f T_CURC_ms=%.3f "
+           "T_CRC_ms=%.3f Tcomp_ms=%.3f R_CRC_target_x=%.1f R_CRC_MBps=%.1f "
+           "R_CRC_x=%.2f Tcurc_ms=%.3f Twait_ms=%.3f Tcrc_ms=%.3f "
+           "Ttotal_ms=%.3f overlap_ms=%.3f overlap_pct=%.1f pred_ms=%.3f "
+           "pred_pct=%.1f hidden_pct=%.1f stall_ms=%.3f in_call_ms=%.3f early=%ld "
+           "errors=%ld\n", sc, cname, mname, label,
+           env_or("MPIR_CVAR_TNBC_ENABLE", "0"), env_or("MPIR_CVAR_ASYNC_PROGRESS", "0"),
+           size, bytes, tcomm * 1e3, tinit * 1e3, f_curc[si] * tcomm * 1e3, a_max[0] * 1e3,
+           a_max[1] * 1e3, tcomp * 1e3, f_rcrc[si], al->r_crc / 1e6, al->r_crc / rcomm,
+           md[M_CURC] * 1e3, md[M_WAIT] * 1e3, md[M_CRC] * 1e3, total * 1e3,
+           ovl * 1e3, 100 * ovl / den, pred * 1e3, 100 * pred / den,
+           100 * (1 - md[M_EXPOSED] / tcomm), md[M_STALL] * 1e3,
+           md[M_INCALL] * 1e3, early_all, err_all);
+    fflush(stdout);
+}
+
+/* One scenario; returns this rank's data errors. */
+static long run_scenario(char sc)
+{
+    alone_t al;
+    long early = 0, err_all = 0, early_all = 0;
+    double last_total = 0;
+
+    long err = calibrate_alone(sc - 'a', &al);
+    err += iterate(&al, &early, &last_total);
+    MPI_Reduce(v, vmax, NM * iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&err, &err_all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&early, &early_all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (sc == 'c' && trace)
+        gather_trace(last_total);
+    if (rank == 0)
+        print_scenario(sc, &al, early_all, err_all);
+    return err;
+}
+
+/* Rank 0: the busiest node link's payload per call bounds Tcomm from below (bcast: a lower
+ * bound, the algorithm may send more). */
+static void print_wire(long errors_all)
+{
+    printf("wire coll=%s label=%s np=%d nodes=%d calls=%ld offnode_payload_per_call=%.0f "
+           "offnode_payload_total=%.0f busiest_link_payload_per_call=%.0f errors=%ld\n",
+           cname, label, size, nnodes, calls, offnode, offnode * calls, node_max, errors_all);
+    fflush(stdout);
+}
+
+static void release(void)
+{
     free(sendbuf);
     free(recvbuf);
     free(ref);
@@ -701,5 +754,39 @@ int main(int argc, char *argv[])
     free(nodes);
     free(node_id);
     free(scounts);
+}
+
+int main(int argc, char *argv[])
+{
+    long total_errors = 0, errors_all = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    parse_args(argc, argv);
+    layout();
+    allocate();
+    pvars_init();
+    find_wire();
+    if (rank == 0)
+        print_header();
+
+    sec_per_unit = curc_calibrate();
+    measure_tcomm();
+    for (const char *sc = scen; *sc; sc++)
+        total_errors += run_scenario(*sc);
+
+    MPI_Reduce(&total_errors, &errors_all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        print_wire(errors_all);
+    for (int k = 0; k < 3; k++)
+        if (pv_found[k])
+            MPI_T_pvar_handle_free(pv_session, &pv_handle[k]);
+    if (pv_inited) {
+        MPI_T_pvar_session_free(&pv_session);
+        MPI_T_finalize();
+    }
+    MPI_Finalize();
+    release();
     return errors_all ? 1 : 0;
 }
