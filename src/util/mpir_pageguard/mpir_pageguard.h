@@ -141,6 +141,9 @@ double MPIR_Pageguard_latency_of_bucket(int b);
 int MPIR_Pageguard_init(const MPIR_Pageguard_config_t * config);
 int MPIR_Pageguard_finalize(void);
 int MPIR_Pageguard_is_on(void);
+/* 1 while any region is registered: the one check libmpi's libc wrappers make before they look
+ * at a buffer (with T-NBC off, or nothing guarded, they go straight on to libc). */
+int MPIR_Pageguard_any_region(void);
 const char *MPIR_Pageguard_strerror(int rc);
 void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats);
 /* stall_ns alone, without the lock */

@@ -19,11 +19,14 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "pageguard_internal.h"
+#include "mpir_pageguard.h"
+#include "pageguard_libc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <unistd.h>
 
 /* The next definitions (libc's, or a replacement allocator; pageguard_libc.c), looked up
  * before the program's threads start, or at first use by a constructor that runs before ours.
@@ -78,7 +81,7 @@ static size_t chunk_span(void *ptr)
     if (!libc_alloc.usable_size)
         return 0;
     size_t len = libc_alloc.usable_size(ptr);
-    return len >= MPII_pageguard.pagesize ? len : 0;
+    return len >= (size_t) sysconf(_SC_PAGESIZE) ? len : 0;
 }
 
 static void settle_freed(void *ptr)
@@ -103,7 +106,7 @@ static void pageguard_free(void *ptr)
 {
     if (!ready() || !libc_alloc.free)
         return;
-    if (ptr && MPII_Pageguard_any_region())
+    if (ptr && MPIR_Pageguard_any_region())
         settle_freed(ptr);
     libc_alloc.free(ptr);
 }
@@ -114,7 +117,7 @@ static void *pageguard_realloc(void *ptr, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    if (ptr && MPII_Pageguard_any_region())
+    if (ptr && MPIR_Pageguard_any_region())
         settle_moved(ptr);
     return libc_alloc.realloc(ptr, size);
 }
@@ -125,7 +128,7 @@ static void *pageguard_reallocarray(void *ptr, size_t nmemb, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    if (ptr && MPII_Pageguard_any_region())
+    if (ptr && MPIR_Pageguard_any_region())
         settle_moved(ptr);
     if (libc_alloc.reallocarray)
         return libc_alloc.reallocarray(ptr, nmemb, size);

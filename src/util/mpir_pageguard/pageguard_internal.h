@@ -10,6 +10,7 @@
 #define PAGEGUARD_INTERNAL_H_INCLUDED
 
 #include "mpir_pageguard.h"
+#include "pageguard_libc.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -145,15 +146,6 @@ static inline void MPII_Pageguard_slot_leave(MPII_Pageguard_slot_t * slot)
     atomic_fetch_sub(&slot->users, 1);
 }
 
-/* Any region registered: the one check of the libc wrappers (pageguard_alloc.c,
- * pageguard_syscalls.c) before they look at a buffer. */
-static inline int MPII_Pageguard_any_region(void)
-{
-    return atomic_load_explicit(&MPII_pageguard.live_regions, memory_order_relaxed) > 0;
-}
-
-/* libmpi is built with -fvisibility=hidden; the libc wrappers must be seen by the program */
-#define MPII_PAGEGUARD_EXPORT __attribute__ ((visibility("default")))
 
 /* The protection to open the pages of [lo, hi) with again (pageguard_prot.c). */
 enum {
@@ -186,9 +178,6 @@ int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintp
 
 /* ---- the bottom (pageguard_state.c; pageguard_libc.c under it) ---- */
 
-/* The definition of libc function name that our interposed one forwards to, whatever the load
- * order; NULL only if libc has none (pageguard_libc.c). Not async-signal-safe. */
-void *MPII_Pageguard_next_definition(const char *name);
 /* The C library's sigaction and pwrite, past our own wrappers (the landing writes from
  * staging, never guarded). */
 int MPII_Pageguard_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);

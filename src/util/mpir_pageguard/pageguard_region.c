@@ -804,3 +804,8 @@ size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard
     }
     return found;
 }
+
+int MPIR_Pageguard_any_region(void)
+{
+    return atomic_load_explicit(&MPII_pageguard.live_regions, memory_order_relaxed) > 0;
+}

@@ -18,9 +18,12 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "pageguard_internal.h"
+#include "mpir_pageguard.h"
+#include "pageguard_libc.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 /* libc's (or the next library's) mask functions (pageguard_libc.c; its sigaction is

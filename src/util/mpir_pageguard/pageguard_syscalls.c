@@ -17,7 +17,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "pageguard_internal.h"
+#include "mpir_pageguard.h"
+#include "pageguard_libc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -118,14 +119,14 @@ static inline void *next_of(int i)
 /* The kernel will write (into=1) or read (into=0) [buf, buf + len). */
 static inline void settle(const void *buf, size_t len, int into)
 {
-    if (MPII_Pageguard_any_region() && buf && len)
+    if (MPIR_Pageguard_any_region() && buf && len)
         MPIR_Pageguard_guarded_pages(buf, len,
                                      into ? MPIR_PAGEGUARD_TOUCH_WRITE : MPIR_PAGEGUARD_TOUCH_READ);
 }
 
 static void settle_iov(const struct iovec *iov, int iovcnt, int into)
 {
-    if (!MPII_Pageguard_any_region() || !iov)
+    if (!MPIR_Pageguard_any_region() || !iov)
         return;
     for (int i = 0; i < iovcnt; i++)
         settle(iov[i].iov_base, iov[i].iov_len, into);
@@ -133,7 +134,7 @@ static void settle_iov(const struct iovec *iov, int iovcnt, int into)
 
 static void settle_msg(const struct msghdr *msg, int into)
 {
-    if (!MPII_Pageguard_any_region() || !msg)
+    if (!MPIR_Pageguard_any_region() || !msg)
         return;
     settle_iov(msg->msg_iov, (int) msg->msg_iovlen, into);
     settle(msg->msg_control, msg->msg_controllen, into);
