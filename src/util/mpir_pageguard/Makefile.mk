@@ -24,4 +24,5 @@ mpi_core_sources += \
 
 noinst_HEADERS += \
     src/util/mpir_pageguard/mpir_pageguard.h \
-    src/util/mpir_pageguard/pageguard_internal.h
+    src/util/mpir_pageguard/pageguard_internal.h \
+    src/util/mpir_pageguard/pageguard_libc.h
