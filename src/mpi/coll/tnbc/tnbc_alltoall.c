@@ -91,7 +91,7 @@ static int side_is_flat(const MPII_Tnbc_side_t * side, int n)
 static int settle_side(const MPII_Tnbc_side_t * side, int n)
 {
     MPI_Aint lo, hi;
-    if (!MPIR_TNBC_OWNS_BUFFERS() || side->buf == MPI_IN_PLACE)
+    if (side->buf == MPI_IN_PLACE)
         return MPI_SUCCESS;
     side_span(side, n, &lo, &hi);
     return MPIR_Tnbc_settle_range((const char *) side->buf + lo, (size_t) (hi - lo));
@@ -320,10 +320,11 @@ static int unpack_recv(const void *ctx, const void *packed)
     return unpack_side(packed, &pw->recv, pw->pc.nr, pw->pc.rbytes, pw->pc.roff);
 }
 
-int MPII_Tnbc_pairwise_describe(MPII_Tnbc_pairwise_t * pw, MPII_Tnbc_start_t * args,
+int MPII_Tnbc_pairwise_describe(void *call, MPII_Tnbc_start_t * args,
                                 MPIR_Tnbc_call_facts_t * facts)
 {
     int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_pairwise_t *pw = call;
     MPII_Tnbc_pieces_t *pc = &pw->pc;
     const MPIR_Coll_nbrs_t *nbrs = pw->by_nbrs ? &pw->nbrs : NULL;
 
@@ -394,14 +395,9 @@ static int settle_sides(const void *call, MPIR_Comm * comm_ptr)
     return mpi_errno ? mpi_errno : settle_side(&pw->recv, comm_ptr->local_size);
 }
 
-static int describe_sides(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t * facts)
-{
-    return MPII_Tnbc_pairwise_describe(call, args, facts);
-}
-
 /* Alltoallv and Alltoallw: the sides are the call's arguments. */
 static const MPII_Tnbc_form_t sides_form = {
-    .settle = settle_sides,.describe = describe_sides,.build = MPII_Tnbc_pairwise_build,
+    .settle = settle_sides,.describe = MPII_Tnbc_pairwise_describe,.build = MPII_Tnbc_pairwise_build,
     .finish = MPII_Tnbc_pairwise_finish
 };
 

@@ -26,8 +26,9 @@ typedef struct {
 
 /* A collective's part of the pipeline. call is the form's own description of one call. */
 typedef struct {
-    /* settle the buffers the call names before anything reads them; NULL: every buffer T-NBC
-     * holds (also used for any call T-NBC cannot schedule) */
+    /* settle the buffers the call names before anything reads them; called only while T-NBC
+     * holds buffers. NULL: every buffer T-NBC holds (also used for any call T-NBC cannot
+     * schedule) */
     int (*settle) (const void *call, MPIR_Comm * comm);
     int needs_topology;         /* only a topology communicator has a schedule */
     /* the facts the decision needs (sizes, op), and what build will need; called on an

@@ -38,6 +38,17 @@ static int settle_pieces(const void *buf, MPI_Aint count, const MPI_Aint * count
     return MPIR_Tnbc_settle_buf(buf, count * n, type);
 }
 
+/* The v-form's pieces (counts, displs), or n pieces of count one after the other, as per-peer
+ * counts c and displacements d. */
+static void pieces(MPI_Aint count, const MPI_Aint * counts, const MPI_Aint * displs, int n,
+                   MPI_Aint * c, MPI_Aint * d)
+{
+    for (int p = 0; p < n; p++) {
+        c[p] = counts ? counts[p] : count;
+        d[p] = counts ? displs[p] : p * count;
+    }
+}
+
 /* regular: Allgather, Gather, Scatter, whose piece sizes every process knows alike (a v-form's
  * counts are only read where they count, and may be NULL elsewhere) */
 static int finish_describe(MPII_Tnbc_gather_t * g, MPII_Tnbc_start_t * args,
@@ -74,10 +85,7 @@ static int describe_allgather(void *call, MPII_Tnbc_start_t * args,
     MPI_Datatype sendtype = g->sendtype;
 
     MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
-    for (int p = 0; p < n; p++) {
-        l->rc[p] = g->recvcounts ? g->recvcounts[p] : g->recvcount;
-        l->rd[p] = g->recvcounts ? g->rdispls[p] : p * g->recvcount;
-    }
+    pieces(g->recvcount, g->recvcounts, g->rdispls, n, l->rc, l->rd);
     if (sendbuf == MPI_IN_PLACE) {
         /* our piece is already in the receive buffer: send it from a copy */
         MPIR_Datatype_get_extent_macro(g->recvtype, rext);
@@ -155,10 +163,7 @@ static int describe_gather(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_
 
     MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
     if (is_root(args->comm, root)) {
-        for (int p = 0; p < n; p++) {
-            l->rc[p] = g->recvcounts ? g->recvcounts[p] : g->recvcount;
-            l->rd[p] = g->recvcounts ? g->rdispls[p] : p * g->recvcount;
-        }
+        pieces(g->recvcount, g->recvcounts, g->rdispls, n, l->rc, l->rd);
         if (send.buf == MPI_IN_PLACE) {
             l->rc[root] = 0;    /* already in place */
             send = (MPII_Tnbc_side_t) {.buf = NULL,.type = g->recvtype };
@@ -231,10 +236,7 @@ static int describe_scatter(void *call, MPII_Tnbc_start_t * args,
 
     MPIR_ERR_CHKANDJUMP(MPIR_Coll_vlayout_alloc(l, n), mpi_errno, MPI_ERR_OTHER, "**nomem");
     if (is_root(args->comm, root)) {
-        for (int p = 0; p < n; p++) {
-            l->sc[p] = g->sendcounts ? g->sendcounts[p] : g->sendcount;
-            l->sd[p] = g->sendcounts ? g->sdispls[p] : p * g->sendcount;
-        }
+        pieces(g->sendcount, g->sendcounts, g->sdispls, n, l->sc, l->sd);
         if (recv.buf == MPI_IN_PLACE) {
             l->sc[root] = 0;    /* the root keeps its piece where it is */
             recv = (MPII_Tnbc_side_t) {.buf = NULL,.type = g->sendtype };

@@ -47,13 +47,14 @@ typedef struct {
     int in_place;
     MPII_Tnbc_pieces_t pc;
 } MPII_Tnbc_pairwise_t;
-int MPII_Tnbc_pairwise_describe(MPII_Tnbc_pairwise_t * pw, MPII_Tnbc_start_t * args,
+int MPII_Tnbc_pairwise_describe(void *call, MPII_Tnbc_start_t * args,
                                 MPIR_Tnbc_call_facts_t * facts);
 int MPII_Tnbc_pairwise_build(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch);
 /* frees what describe found and the layout and neighbour lists */
 void MPII_Tnbc_pairwise_finish(void *call);
 
-/* settle the span of a v-layout (no-op for MPI_IN_PLACE; tnbc_alltoall.c) */
+/* settle the span of a v-layout (no-op for MPI_IN_PLACE; tnbc_alltoall.c); a form's settle step,
+ * so only while T-NBC holds buffers */
 int MPII_Tnbc_settle_v(const void *buf, const MPI_Aint counts[], const MPI_Aint displs[],
                        MPI_Datatype type, int n);
 
