@@ -5,10 +5,18 @@
 
 /* One count and displacement per peer: the form both mpich-tnbc families (T-NBC's pairwise
  * engine and the reorder + merge exchange) turn Alltoall and the neighbourhood collectives
- * into, and a topology communicator's neighbour lists to build it from. */
+ * into, a topology communicator's neighbour lists to build it from, and the node of a peer. */
 
 #ifndef COLL_PEERS_H_INCLUDED
 #define COLL_PEERS_H_INCLUDED
+
+/* The node of a rank (MPICH's node id), or -1 for a process of another world (spawn,
+ * connect/accept). */
+static inline int MPIR_Coll_node_of(MPIR_Comm * comm, int rank)
+{
+    int id;
+    return MPID_Get_node_id(comm, rank, &id) == MPI_SUCCESS ? id : -1;
+}
 
 /* Neighbour lists of a topology communicator (MPI_PROC_NULL entries move nothing). */
 typedef struct {

@@ -8,6 +8,7 @@
  * calls, and the last plan with the key it was made for. */
 
 #include "mpiimpl.h"
+#include "coll_peers.h"
 #include "reorder_merge.h"
 #include "rm_impl.h"
 
@@ -32,12 +33,6 @@ cvars:
 
 static int rm_keyval = MPI_KEYVAL_INVALID;
 
-/* The node of a rank, or -1 for a process of another world (spawn, connect/accept). */
-static int node_of(MPIR_Comm * comm, int rank)
-{
-    int id;
-    return MPID_Get_node_id(comm, rank, &id) == MPI_SUCCESS ? id : -1;
-}
 
 static int rm_delete_fn(MPI_Comm comm, int keyval, void *attr_val, void *extra)
 {
@@ -76,10 +71,10 @@ static int map_nodes(MPIR_Comm * comm, MPII_Rm_comm_t * st)
         return MPI_ERR_NO_MEM;
     }
     for (int r = 0; r < size && all_known; r++)
-        all_known = node_of(comm, r) >= 0;
+        all_known = MPIR_Coll_node_of(comm, r) >= 0;
     st->nnodes = 0;
     for (int r = 0; r < size; r++) {
-        int id = all_known ? node_of(comm, r) : -1 - r, k;
+        int id = all_known ? MPIR_Coll_node_of(comm, r) : -1 - r, k;
         for (k = 0; k < st->nnodes && ids[k] != id; k++);
         if (k == st->nnodes)
             ids[st->nnodes++] = id;

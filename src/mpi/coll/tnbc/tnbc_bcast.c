@@ -18,6 +18,7 @@
  * nodes would otherwise cross nodes on every edge. */
 
 #include "mpiimpl.h"
+#include "coll_peers.h"
 #include "tnbc_access.h"
 #include "tnbc_entry.h"
 #include "tnbc_node.h"
@@ -91,13 +92,13 @@ static int cmp_tree_slots(const void *a, const void *b)
  * (rank order) when a node id is unknown or memory is short. */
 static int *node_order(MPIR_Comm * comm, int root)
 {
-    int size = comm->local_size, root_node = MPII_Tnbc_node_of(comm, root);
+    int size = comm->local_size, root_node = MPIR_Coll_node_of(comm, root);
     MPII_tree_slot_t *slots = MPL_malloc(size * sizeof(*slots), MPL_MEM_COLL);
     int *ranks = MPL_malloc(size * sizeof(int), MPL_MEM_COLL);
     int known = (slots && ranks && root_node >= 0);
 
     for (int v = 0; known && v < size; v++) {
-        int r = (root + v) % size, node = MPII_Tnbc_node_of(comm, r);
+        int r = (root + v) % size, node = MPIR_Coll_node_of(comm, r);
         slots[v].node_key = (node == root_node) ? -1 : node;
         slots[v].from_root = v;
         slots[v].rank = r;

@@ -24,6 +24,7 @@
  * most that time, and every message still goes. */
 
 #include "mpiimpl.h"
+#include "coll_peers.h"
 #include "tnbc_node.h"
 #include "tnbc_stats.h"
 #include "tnbc_util.h"
@@ -142,12 +143,6 @@ int MPII_Tnbc_node_available(void)
     return node.slots != NULL && MPIR_CVAR_TNBC_NODE_ARBITRATION;
 }
 
-int MPII_Tnbc_node_of(MPIR_Comm * comm, int rank)
-{
-    int id;
-    return MPID_Get_node_id(comm, rank, &id) == MPI_SUCCESS ? id : -1;
-}
-
 /* Whether a communicator has processes of more than one world (spawn, connect/accept), kept
  * as an attribute: found once per communicator, freed with it. */
 enum { MPII_ONE_WORLD = 1, MPII_WORLDS = 2 };
@@ -183,7 +178,7 @@ int MPII_Tnbc_comm_spans_worlds(MPIR_Comm * comm)
         return (intptr_t) kept == MPII_WORLDS;
     intptr_t worlds = MPII_ONE_WORLD;
     for (int r = 0; r < comm->local_size && worlds == MPII_ONE_WORLD; r++)
-        if (MPII_Tnbc_node_of(comm, r) < 0)
+        if (MPIR_Coll_node_of(comm, r) < 0)
             worlds = MPII_WORLDS;
     MPII_Keyval_get_ptr(worlds_keyval, keyval_ptr);
     (void) MPIR_Comm_set_attr_impl(comm, keyval_ptr, (void *) worlds, MPIR_ATTR_PTR);

@@ -35,8 +35,6 @@ int MPII_Tnbc_comm_spans_worlds(MPIR_Comm * comm);
 int MPII_Tnbc_node_init(void);
 void MPII_Tnbc_node_finalize(void);
 int MPII_Tnbc_node_available(void);     /* arbitration applies to this process */
-/* The node of rank in comm, or -1 when unknown (remote peers use the node's link). */
-int MPII_Tnbc_node_of(MPIR_Comm * comm, int rank);
 /* Take part in arbitration for an operation (tag) with remote_bytes of remote bodies, at
  * position pos; returns 0 when it does not apply (no segment, nothing remote, our slot busy). */
 int MPII_Tnbc_node_join(MPII_Tnbc_turn_t * turn, MPIR_Comm * comm, int tag, int pos,

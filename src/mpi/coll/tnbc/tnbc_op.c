@@ -10,6 +10,7 @@
  * posts point-to-point messages and hands finished sub-messages to the page guards. */
 
 #include "mpiimpl.h"
+#include "coll_peers.h"
 #include "tnbc_op.h"
 #include "tnbc_entry.h"
 #include "tnbc_node.h"
@@ -298,13 +299,13 @@ static int setup_send(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int early)
 static size_t mark_remote_bodies(MPII_Tnbc_op_t * op)
 {
     MPIR_Tnbc_sched_t *s = &op->sched;
-    int mine = MPII_Tnbc_node_of(op->comm, op->comm->rank);
+    int mine = MPIR_Coll_node_of(op->comm, op->comm->rank);
     size_t bytes = 0;
 
     for (int i = 0; i < s->n; i++) {
         const MPIR_Tnbc_entry_t *e = &s->entries[i];
         if (e->kind == MPIR_TNBC_SEND && MPIR_Tnbc_entry_is_body(s, e) &&
-            (mine < 0 || MPII_Tnbc_node_of(op->comm, e->peer) != mine)) {
+            (mine < 0 || MPIR_Coll_node_of(op->comm, e->peer) != mine)) {
             op->remote[i] = 1;
             bytes += e->len;
         }
