@@ -8,6 +8,14 @@ import re
 _LINE = re.compile(r"^netcluster: scale (.*)$", re.M)
 
 
+HELPER_PLACES = {
+    "rt": "outside its rank's share, woken at once (SCHED_FIFO in a small RT budget): as on a "
+          "core per rank; its CPU is reported, not charged to the rank",
+    "free": "outside its rank's share at the highest CFS weight; its CPU is reported, not "
+            "charged to the rank",
+    "rank": "inside its rank's share (a woken helper may wait out the quota's holes)"}
+
+
 def fields(stdout):
     """The key=value pairs of netcluster's scale line, as written, or None."""
     m = _LINE.search(stdout)
@@ -27,7 +35,7 @@ def parse(stdout):
                 "period_us": int(kv.get("period_us", 0)), "quota_us": int(kv.get("quota_us", 0)),
                 "rate": kv.get("rate", "?"), "shaped": kv.get("shaped", "?"),
                 "rndv_thresh": kv.get("rndv_thresh", "default"),
-                "helper_share": kv.get("helper_share"),
+                "helper_share": kv.get("helper_share"), "helper": kv.get("helper"),
                 "oversubscribed": "oversubscribed" in m.group(1)}
     except (KeyError, ValueError):
         return None
@@ -61,6 +69,9 @@ def describe(scales):
     if helpers:
         parts.append("T-NBC's helper thread of every rank on its own %s of a core, outside the "
                      "rank's share (a node with spare cores for the helpers)" % ", ".join(helpers))
+    placed = sorted({s["helper"] for s in scales if s.get("helper") in HELPER_PLACES})
+    if placed:
+        parts.append("T-NBC's helper thread %s" % ", ".join(HELPER_PLACES[h] for h in placed))
     eager = sorted({s["rndv_thresh"] for s in scales})
     return "Scale (maint/netcluster): " + "; ".join(parts) + "; UCX_RNDV_THRESH " + \
         ", ".join(eager) + " (inf: every configuration eager)."

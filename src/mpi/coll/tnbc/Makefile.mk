@@ -14,6 +14,7 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_callback.c \
     src/mpi/coll/tnbc/tnbc_engine.c \
     src/mpi/coll/tnbc/tnbc_entry.c \
+    src/mpi/coll/tnbc/tnbc_flow.c \
     src/mpi/coll/tnbc/tnbc_gain.c \
     src/mpi/coll/tnbc/tnbc_gather.c \
     src/mpi/coll/tnbc/tnbc_init.c \
@@ -35,6 +36,7 @@ noinst_HEADERS += \
     src/mpi/coll/tnbc/tnbc_access.h \
     src/mpi/coll/tnbc/tnbc_engine.h \
     src/mpi/coll/tnbc/tnbc_entry.h \
+    src/mpi/coll/tnbc/tnbc_flow.h \
     src/mpi/coll/tnbc/tnbc_gain.h \
     src/mpi/coll/tnbc/tnbc_late_error.h \
     src/mpi/coll/tnbc/tnbc_node.h \

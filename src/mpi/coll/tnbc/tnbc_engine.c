@@ -388,6 +388,8 @@ static uint64_t helper_sleep(int with_net, uint64_t limit_ns, int *timed_out)
     if (fds[0].revents & POLLIN)
         drain_wake_fd();
     uint64_t t1 = MPII_Tnbc_now_ns();
+    if (with_net && (fds[1].revents & POLLIN))
+        MPII_Tnbc_stats_helper_net_wake(t1);
     /* only the longest limit counts as a timeout: a lost wake-up would end there */
     MPII_Tnbc_stats_helper_sleep(t1 - t0, *timed_out && limit_ns >= MPII_TNBC_SLEEP_LIMIT_NS);
     return t1;

@@ -13,7 +13,7 @@
 #include "coll_peers.h"
 #include "tnbc_op.h"
 #include "tnbc_entry.h"
-#include "tnbc_node.h"
+#include "tnbc_flow.h"
 #include "tnbc_stats.h"
 #include "tnbc_util.h"
 #include "mpir_pageguard.h"
@@ -22,24 +22,6 @@
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
 
 cvars:
-    - name        : MPIR_CVAR_TNBC_PACE_BYTES
-      category    : TNBC
-      type        : int
-      default     : 0
-      class       : none
-      verbosity   : MPI_T_VERBOSITY_USER_BASIC
-      scope       : MPI_T_SCOPE_ALL_EQ
-      description : >-
-        Experimental. An Alltoall(v/w) that returns early and knows where its blocks are read
-        keeps at most this many bytes of bodies to other nodes undelivered (at least one
-        body), most urgent first, so that the links carry the blocks read first one after
-        another instead of sharing the rate between all of them. Every process then tells
-        every peer where it reads that peer's block, in a small message after the body
-        (matched, it says the body was delivered); the senders order their blocks by it from
-        the next call on. Such calls always return early (MPIR_CVAR_TNBC_RETURN adaptive
-        acts as early for them). Read once, by MPI_Init; must be set (or not) for every
-        process alike. 0: every body at once.
-
     - name        : MPIR_CVAR_TNBC_SEND_COPY_MAX
       category    : TNBC
       type        : int
@@ -106,26 +88,10 @@ struct MPII_Tnbc_op {
     MPIR_Tnbc_site_t *site;     /* learns from our faults when we are freed */
     MPII_Tnbc_on_done_t on_done;        /* and from our work space, if we completed */
 
-    MPII_Tnbc_turn_t turn;      /* node arbitration of the remote bodies */
-    unsigned char *remote;      /* per entry: a remote body (paced, takes turns), or NULL */
-    size_t pace;                /* remote bodies in flight, bytes at most (at least one), or 0:
-                                 * any (not paced) */
-    size_t paced_out;           /* remote body bytes posted and not yet delivered */
-    uint64_t *paced_post_ns;    /* per entry: when a paced body was posted (statistics) */
-    int *paced_body;            /* per peer: its paced body (entry), or -1 */
-    uint64_t last_delivery_ns;  /* when a paced body was last delivered */
-    uint64_t paced_progress_ns; /* when a paced body was last posted or delivered */
-    int window_lapsed;          /* no delivery for too long: open until the next one */
-    uint64_t paced_bodies, paced_flight_ns, paced_gaps, paced_gap_ns;
-    int *urgency;               /* per peer: where it reads our block (-1 unknown), or NULL */
-    int *bodies_out;            /* per peer: body sends in flight (with a body window) */
-    int held;                   /* the last poll held a remote body back */
+    MPII_Tnbc_flow_t flow;      /* when a body may go */
 };
 
 enum { MPII_TNBC_ENTRY_IDLE, MPII_TNBC_ENTRY_POSTED, MPII_TNBC_ENTRY_DONE };
-
-/* the urgency of a body whose reader did not report: after every reported one */
-#define MPII_TNBC_URGENCY_LAST (1 << 20)
 
 /* Where offset off of a space is. The send space is read through its sub-message's source
  * (the user buffer, or a copy of the pieces on unguarded pages). */
@@ -295,24 +261,6 @@ static int setup_send(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int early)
     return MPI_SUCCESS;
 }
 
-/* Per entry, whether it is a body sent to another node; the bytes of all. */
-static size_t mark_remote_bodies(MPII_Tnbc_op_t * op)
-{
-    MPIR_Tnbc_sched_t *s = &op->sched;
-    int mine = MPIR_Coll_node_of(op->comm, op->comm->rank);
-    size_t bytes = 0;
-
-    for (int i = 0; i < s->n; i++) {
-        const MPIR_Tnbc_entry_t *e = &s->entries[i];
-        if (e->kind == MPIR_TNBC_SEND && MPIR_Tnbc_entry_is_body(s, e) &&
-            (mine < 0 || MPIR_Coll_node_of(op->comm, e->peer) != mine)) {
-            op->remote[i] = 1;
-            bytes += e->len;
-        }
-    }
-    return bytes;
-}
-
 /* Our order reports: where we read each peer's block (-1: not known); the peers' slots read
  * -1 until theirs arrive (ours never does). */
 static void fill_reports(MPII_Tnbc_op_t * op, const int *access_pos)
@@ -325,135 +273,12 @@ static void fill_reports(MPII_Tnbc_op_t * op, const int *access_pos)
     }
 }
 
-/* Pacing needs to know when a body was delivered: the order report that follows it to its
- * peer tells, once matched (tnbc_sched.h), so reports go synchronously. */
-static void setup_pace(MPII_Tnbc_op_t * op, size_t pace)
-{
-    int n = op->comm->local_size;
-    op->paced_post_ns = MPL_calloc(op->sched.n + 1, sizeof(uint64_t), MPL_MEM_COLL);
-    op->paced_body = MPL_malloc(((size_t) n + 1) * sizeof(int), MPL_MEM_COLL);
-    if (!op->paced_post_ns || !op->paced_body)
-        return; /* without memory, the bodies go at once */
-    for (int p = 0; p < n; p++)
-        op->paced_body[p] = -1;
-    for (int i = 0; i < op->sched.n; i++)
-        if (op->remote[i])
-            op->paced_body[op->sched.entries[i].peer] = i;
-    op->pace = pace;
-}
-
-/* An order report that tells that a paced body before it was delivered. */
-static int reports_delivery(const MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e)
-{
-    return op->pace && e->kind == MPIR_TNBC_SEND && e->space == MPIR_TNBC_SPACE_WORK &&
-        e->tag == 1 && op->paced_body[e->peer] >= 0;
-}
-
-/* The most urgent of the readers' positions (MPII_TNBC_URGENCY_LAST: none reported). */
-static int first_urgency(const int *urgency, int n)
-{
-    int first = MPII_TNBC_URGENCY_LAST;
-    for (int p = 0; p < n; p++)
-        if (urgency[p] >= 0 && urgency[p] < first)
-            first = urgency[p];
-    return first;
-}
-
-/* When the call returns early and where our blocks are read is known (our position in the
- * access order, or the readers' reports), remote bodies are paced (a window of delivered bytes,
- * in the schedule's order) and take turns with the node's other processes (a process that
- * waits in the call has nothing to overlap). With reports, each body has its own urgency and
- * our position is the next one's (poll). */
-static void setup_remote(MPII_Tnbc_op_t * op, int pos, const int *urgency)
-{
-    int n = op->comm->local_size, arbitrate = MPII_Tnbc_node_available();
-    size_t pace = MPII_Tnbc_policy.pace_bytes;
-
-    if (op->outcome != MPIR_TNBC_EARLY || (!arbitrate && !pace))
-        return;
-    if (urgency) {
-        pos = first_urgency(urgency, n);
-        op->urgency = arbitrate ? MPL_malloc(((size_t) n + 1) * sizeof(int), MPL_MEM_COLL) : NULL;
-        if (op->urgency)
-            memcpy(op->urgency, urgency, n * sizeof(int));
-    }
-    if (pos < 0)
-        return;
-    op->remote = MPL_calloc(op->sched.n + 1, 1, MPL_MEM_COLL);
-    if (!op->remote)
-        return; /* no memory: the bodies go at once, as without pacing */
-    size_t bytes = mark_remote_bodies(op);
-    if (bytes > 0 && pace > 0 && op->sched.reports)
-        setup_pace(op, pace);
-    if ((!arbitrate || !MPII_Tnbc_node_join(&op->turn, op->comm, op->tags[0], pos, bytes)) &&
-        !op->pace) {
-        MPL_free(op->remote);
-        op->remote = NULL;
-    }
-}
-
-static void note_post(MPII_Tnbc_op_t * op, int i)
-{
-    uint64_t now = MPII_Tnbc_now_ns();
-    op->paced_post_ns[i] = now;
-    op->paced_progress_ns = now;
-    if (op->last_delivery_ns) {
-        /* posted after a delivery made room: how long the room stayed unused (or held) */
-        op->paced_gaps++;
-        op->paced_gap_ns += now - op->last_delivery_ns;
-    }
-    op->paced_out += op->sched.entries[i].len;
-}
-
-static void node_sent(MPII_Tnbc_op_t * op, size_t len)
-{
-    op->turn.in_flight -= len;
-    MPII_Tnbc_node_sent(&op->turn, len);
-}
-
-static void note_delivery(MPII_Tnbc_op_t * op, int i)
-{
-    uint64_t now = MPII_Tnbc_now_ns();
-    node_sent(op, op->sched.entries[i].len);
-    op->window_lapsed = 0;
-    op->paced_out -= op->sched.entries[i].len;
-    op->paced_bodies++;
-    op->paced_flight_ns += now - op->paced_post_ns[i];
-    op->last_delivery_ns = now;
-    op->paced_progress_ns = now;
-}
-
-/* A paced remote body waits while the window is full (a delivery reopens it), but not for a
- * receiver that has not matched anything for MPIR_CVAR_TNBC_NODE_HOLD_MAX_US (it may be late
- * into the call, or busy): then the window lapses until the next delivery. */
-static int waits_for_window(MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e)
-{
-    if (!op->pace || op->window_lapsed || op->paced_out == 0 ||
-        op->paced_out + e->len <= op->pace)
-        return 0;
-    uint64_t limit_ns = (uint64_t) MPL_MAX(MPIR_CVAR_TNBC_NODE_HOLD_MAX_US, 0) * 1000;
-    op->window_lapsed = MPII_Tnbc_now_ns() - op->paced_progress_ns > limit_ns;
-    return !op->window_lapsed;
-}
-
-/* A remote body waits for its turn; the peers are looked at once per poll (*looked). */
-static int waits_for_turn(MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e, int *looked)
-{
-    if (!op->turn.active)
-        return 0;
-    if (!*looked) {
-        MPII_Tnbc_node_poll(&op->turn);
-        *looked = 1;
-    }
-    return !MPII_Tnbc_node_may_send(&op->turn, e->len);
-}
-
 /* After an error: entries that were never posted never will be. Give them up, so that waiting
  * for the operation ends once the posted ones are done. Their sub-messages do not complete (no
  * data lands); freeing the operation lifts their guards, and the error stays recorded. */
 static void abandon_unposted(MPII_Tnbc_op_t * op)
 {
-    MPII_Tnbc_node_leave(&op->turn);
+    MPII_Tnbc_flow_abandon(&op->flow);
     if (!op->state) {
         op->ndone = op->sched.n;
         return;
@@ -533,10 +358,6 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
         if (op->sched.reports)
             fill_reports(op, args->arb.access_pos);
     }
-    /* no memory for the counts: every body goes at once, as without a window */
-    if (op->sched.body_window > 0 && op->sched.body_prio > 0)
-        op->bodies_out = MPL_calloc(op->comm->local_size, sizeof(int), MPL_MEM_COLL);
-
     uint64_t t_setup = MPII_Tnbc_now_ns();
     setup_recv(op, args, op->outcome == MPIR_TNBC_EARLY);
     MPIR_ERR_CHKANDJUMP(op->recv_mode == MPII_TNBC_RECV_PACKED && !op->recv_tmp, mpi_errno,
@@ -547,8 +368,13 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
         MPIR_ERR_CHKANDJUMP(!op->send_src || !op->send_left, mpi_errno, MPI_ERR_OTHER, "**nomem");
         op->outcome = MPIR_TNBC_SYNC_NOMEM;
     }
-    setup_remote(op, args->arb.access_pos ? args->arb.access_pos[op->comm->rank] : -1,
-                 args->arb.send_urgency);
+    MPII_Tnbc_flow_start_t flow = {.early = (op->outcome == MPIR_TNBC_EARLY),
+        .tag = op->tags[0],
+        .pos = args->arb.access_pos ? args->arb.access_pos[op->comm->rank] : -1,
+        .urgency = args->arb.send_urgency,
+        .pace_bytes = MPII_Tnbc_policy.pace_bytes
+    };
+    MPII_Tnbc_flow_init(&op->flow, &op->sched, op->comm, &flow);
     op->setup_ns = MPII_Tnbc_now_ns() - t_setup;
 
     int made;
@@ -614,7 +440,7 @@ static int post_entry(MPII_Tnbc_op_t * op, int i)
             break;
         case MPIR_TNBC_SEND:
             /* a report completes once matched: the body before it was delivered */
-            if (reports_delivery(op, e))
+            if (MPII_Tnbc_flow_sync_send(&op->flow, i))
                 mpi_errno = MPIC_Issend(at, e->len, MPI_BYTE, e->peer, op->tags[e->tag],
                                         op->comm, &op->req[i], &errflag);
             else
@@ -638,12 +464,6 @@ static int post_entry(MPII_Tnbc_op_t * op, int i)
     goto fn_exit;
 }
 
-/* A body send that the body window counts. */
-static int windowed(const MPII_Tnbc_op_t * op, const MPIR_Tnbc_entry_t * e)
-{
-    return op->bodies_out && e->kind == MPIR_TNBC_SEND && MPIR_Tnbc_entry_is_body(&op->sched, e);
-}
-
 static void entry_done(MPII_Tnbc_op_t * op, int i)
 {
     MPIR_Tnbc_entry_t *e = &op->sched.entries[i];
@@ -652,12 +472,7 @@ static void entry_done(MPII_Tnbc_op_t * op, int i)
         op->t_done_ns = MPII_Tnbc_now_ns();
     if (e->kind == MPIR_TNBC_RECV && !op->t_first_data_ns)
         op->t_first_data_ns = MPII_Tnbc_now_ns();
-    if (windowed(op, e))
-        op->bodies_out[e->peer]--;
-    if (reports_delivery(op, e))
-        note_delivery(op, op->paced_body[e->peer]);
-    if (op->remote && op->remote[i] && !op->pace)
-        node_sent(op, e->len);  /* a paced body counts once delivered (note_delivery) */
+    MPII_Tnbc_flow_done(&op->flow, i);
     if (MPIR_Tnbc_entry_fills_recv(e))
         recv_sub_done(op, e->sub);
     else
@@ -668,44 +483,22 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_sched_t *s = &op->sched;
-    int looked = 0;
 
     *made_progress = 0;
-    op->held = 0;
+    MPII_Tnbc_flow_begin_poll(&op->flow);
     for (int j = 0; j < s->n; j++) {
         int i = s->order[j];
         MPIR_Tnbc_entry_t *e = &s->entries[i];
         if (op->state[i] == MPII_TNBC_ENTRY_IDLE) {
             if ((e->after >= 0 && op->state[e->after] != MPII_TNBC_ENTRY_DONE) ||
                 (e->after2 >= 0 && op->state[e->after2] != MPII_TNBC_ENTRY_DONE) ||
-                (e->prev_peer >= 0 && op->state[e->prev_peer] == MPII_TNBC_ENTRY_IDLE))
+                (e->prev_peer >= 0 && op->state[e->prev_peer] == MPII_TNBC_ENTRY_IDLE) ||
+                !MPII_Tnbc_flow_may_post(&op->flow, i))
                 continue;
-            int remote = op->remote && op->remote[i];
-            if (remote && op->urgency) {
-                /* our position is this body's: the peers are looked at again if it moved */
-                int u = op->urgency[e->peer];
-                looked &= !MPII_Tnbc_node_set_pos(&op->turn, u >= 0 ? u : MPII_TNBC_URGENCY_LAST);
-            }
-            if (remote && waits_for_turn(op, e, &looked)) {
-                op->held = 1;
-                continue;
-            }
-            if (remote && waits_for_window(op, e)) {
-                op->held = 1;   /* a delivery reopens it, or the helper's timer lapses it */
-                continue;
-            }
-            if (windowed(op, e) && op->bodies_out[e->peer] >= s->body_window)
-                continue;       /* a completion reopens it: a network event wakes the helper */
             mpi_errno = post_entry(op, i);
             MPIR_ERR_CHECK(mpi_errno);
             *made_progress = 1;
-            if (windowed(op, e))
-                op->bodies_out[e->peer]++;
-            if (remote) {
-                if (op->pace)
-                    note_post(op, i);
-                op->turn.in_flight += e->len;
-            }
+            MPII_Tnbc_flow_posted(&op->flow, i);
             if (e->kind == MPIR_TNBC_COPY || e->kind == MPIR_TNBC_REDUCE) {
                 entry_done(op, i);
                 continue;
@@ -802,14 +595,7 @@ static void note_gain(const MPII_Tnbc_op_t * op)
 int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
 {
     note_gain(op);
-    MPII_Tnbc_node_leave(&op->turn);
-    if (op->paced_bodies)
-        MPII_Tnbc_stats_paced(op->paced_bodies, op->paced_flight_ns, op->paced_gaps,
-                              op->paced_gap_ns);
-    MPL_free(op->paced_post_ns);
-    MPL_free(op->paced_body);
-    MPL_free(op->urgency);
-    MPL_free(op->remote);
+    MPII_Tnbc_flow_free(&op->flow);
     if (op->recv_region && op->site)
         learn_from_faults(op);
     if (op->on_done && op->site && !op->error && MPII_Tnbc_op_is_done(op))
@@ -824,7 +610,6 @@ int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)
     MPL_free(op->recv_tmp);
     MPL_free(op->work);
     MPL_free(op->tags);
-    MPL_free(op->bodies_out);
     MPL_free(op->send_copy);
     MPL_free(op->send_src);
     MPL_free(op->send_left);
@@ -859,7 +644,7 @@ const MPIR_Tnbc_sched_t *MPII_Tnbc_op_sched(const MPII_Tnbc_op_t * op)
 
 int MPII_Tnbc_op_held(const MPII_Tnbc_op_t * op)
 {
-    return op->held;
+    return MPII_Tnbc_flow_held(&op->flow);
 }
 
 void *MPII_Tnbc_op_packed_recv(const MPII_Tnbc_op_t * op)

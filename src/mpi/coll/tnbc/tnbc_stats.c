@@ -64,6 +64,8 @@ typedef struct {
 } MPII_Tnbc_counters_t;
 
 static MPII_Tnbc_counters_t st;
+/* a time, not a counter: kept out of the job-wide sum */
+static uint64_t helper_net_wake_ns;
 
 /* Sums over all collectives: the header line of the table and the MPI_T variables. */
 typedef struct {
@@ -166,6 +168,11 @@ void MPII_Tnbc_stats_paced(uint64_t bodies, uint64_t flight_ns, uint64_t gaps, u
     MPII_ADD(st.paced_flight_ns, flight_ns);
     MPII_ADD(st.paced_gaps, gaps);
     MPII_ADD(st.paced_gap_ns, gap_ns);
+}
+
+void MPII_Tnbc_stats_helper_net_wake(uint64_t time_ns)
+{
+    __atomic_store_n(&helper_net_wake_ns, time_ns, __ATOMIC_RELAXED);
 }
 
 void MPII_Tnbc_stats_helper_system(uint64_t system_ns)
@@ -339,6 +346,19 @@ static void get_helper(void *addr, void *obj, int count, void *buf)
 
 #define MPII_COUNTER(field_) ((void *) offsetof(MPII_Tnbc_counters_t, field_))
 
+static void get_helper_cpu(void *addr, void *obj, int count, void *buf)
+{
+    uint64_t sum = 0;
+    for (int k = 0; k < MPII_TNBC_HELPER_CPU_COUNT; k++)
+        sum += __atomic_load_n(&st.helper_cpu_ns[k], __ATOMIC_RELAXED);
+    *(unsigned long long *) buf = sum;
+}
+
+static void get_net_wake(void *addr, void *obj, int count, void *buf)
+{
+    *(unsigned long long *) buf = __atomic_load_n(&helper_net_wake_ns, __ATOMIC_RELAXED);
+}
+
 /* Page-guard figures; addr carries which one */
 enum { MPII_PG_FAULTS = 1, MPII_PG_STALL_NS, MPII_PG_RELEASE_MEDIAN_NS, MPII_PG_RELEASE_MAX_NS };
 
@@ -405,6 +425,11 @@ void MPII_Tnbc_pvars_register(void)
          "times the T-NBC helper thread slept and woke up");
     pvar("tnbc_helper_blocked_ns", MPII_COUNTER(helper_sleep_ns), get_helper,
          "nanoseconds the T-NBC helper thread slept");
+    pvar("tnbc_helper_cpu_ns", st.helper_cpu_ns, get_helper_cpu,
+         "CPU time of the T-NBC helper thread, in nanoseconds");
+    pvar("tnbc_helper_net_wake_ns", &helper_net_wake_ns, get_net_wake,
+         "CLOCK_MONOTONIC time at which the helper's last sleep on the network ended by a "
+         "network event (0: never)");
     pvar("tnbc_helper_rescues", MPII_COUNTER(helper_rescues), get_helper,
          "helper sleeps that ended by their time limit and then found news (lost wake-ups)");
     pvar("tnbc_release_median_ns", MPII_PG(MPII_PG_RELEASE_MEDIAN_NS), get_pageguard,

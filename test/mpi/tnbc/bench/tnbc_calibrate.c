@@ -12,18 +12,23 @@
  *   tnbc_calibrate msgrate BYTES COUNT ITERS
  *                                         rank 0 sends COUNT messages of BYTES at once to the
  *                                         last rank, whose receives are posted first
+ *   tnbc_calibrate wakeup ITERS WORK_US   (T-NBC on, every call early) how soon a receiver's
+ *                                         helper wakes for a message while its rank computes
  *
  * Prints key=value lines: compute "rank=R seconds=S" per rank; latency "half_rtt_us=" (median
  * of ITERS); alltoall "iter=K ms=" per iteration (maximum over ranks), then "errors=N" (data
  * checked); msgrate "per_msg_us=" (median over ITERS of a burst's time, from the receiver's
  * word that its receives are posted to its word that they completed, less the fastest round
  * trip, divided by COUNT: the software cost of one message at its sender or its receiver,
- * whichever is slower). */
+ * whichever is slower); wakeup "wake_us=" per sample, then "wake_p50_us= wake_p99_us=
+ * wake_max_us= samples= missed= errors=" (see wakeup()). */
 
+#include "../tnbc_test_pvar.h"
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -168,6 +173,110 @@ static void msgrate(size_t bytes, int count, int iters)
     free(per);
 }
 
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+/* volatile: the compiler must keep the work; a capped rank spends its quota on it */
+static void spin_until(double t_us)
+{
+    volatile double x = 1.0;
+    while (now_us() < t_us)
+        for (int i = 0; i < 1000; i++)
+            x = x * 1.0000001 + 1e-9;
+}
+
+/* Pairs of ranks on different nodes (rank r with r + size/2: block placement puts them on
+ * different nodes) take turns: the receiver enters a one-page Bcast, which returns early, and
+ * computes for work_us; the root computes until a random moment in that time, notes the time
+ * (CLOCK_MONOTONIC: every namespace of the testbed shares the machine's clock), broadcasts it
+ * and computes on. The receiver's helper wakes when the message is there; after the work the
+ * receiver reads the library's record of that wake-up (tnbc_helper_net_wake_ns) and prints the
+ * delay from the send. The sample includes the wire and the network stack: the same layout with
+ * a core per rank gives the floor. A sample whose helper did not wake by the network (the
+ * receiver's own read completed it) is counted as missed. */
+static void wakeup(int iters, int work_us)
+{
+    int rank, size, errors = 0, missed = 0, n = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int partner = (rank + size / 2) % size, page = 4096;
+    MPI_Comm pair;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < partner ? rank : partner, rank, &pair);
+    int me;
+    MPI_Comm_rank(pair, &me);
+    double *buf, *delay = calloc(iters + 1, sizeof(double));
+    if (posix_memalign((void **) &buf, page, page))
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_T_pvar_session session;
+    int provided;
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_pvar_session_create(&session);
+    srand(1 + rank);
+    for (int k = -20; k < iters; k++) {        /* twenty rounds to connect and start the helper */
+        int root = (k & 1), receiving = size > 1 && me != root;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = now_us();
+        if (receiving) {
+            MPI_Bcast(buf, page, MPI_BYTE, root, pair);
+            spin_until(t0 + work_us);
+            double sent = buf[0];       /* landed long ago, or this read waits for it */
+            errors += buf[page / sizeof(double) - 1] != k;
+            unsigned long long ns = tnbc_read_pvar(session, "tnbc_helper_net_wake_ns");
+            double woke = ns == TNBC_PVAR_MISSING ? 0 : ns / 1e3;
+            if (k < 0)
+                continue;
+            if (woke >= sent)
+                delay[n++] = woke - sent;
+            else
+                missed++;
+        } else {
+            spin_until(t0 + work_us * (0.1 + 0.4 * rand() / RAND_MAX));
+            buf[page / sizeof(double) - 1] = k;
+            buf[0] = now_us();
+            MPI_Bcast(buf, page, MPI_BYTE, root, pair);
+            spin_until(t0 + work_us);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        printf("rank=%d wake_us=%.1f\n", rank, delay[i]);
+    /* every sample of the job at rank 0 */
+    int *counts = NULL, *displs = NULL, total = 0, tm[2] = { missed, errors }, all[2];
+    double *every = NULL;
+    if (rank == 0) {
+        counts = calloc(size, sizeof(int));
+        displs = calloc(size, sizeof(int));
+    }
+    MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        for (int p = 0; p < size; p++) {
+            displs[p] = total;
+            total += counts[p];
+        }
+        every = calloc(total + 1, sizeof(double));
+    }
+    MPI_Gatherv(delay, n, MPI_DOUBLE, every, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Reduce(tm, all, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0 && total > 0) {
+        qsort(every, total, sizeof(double), cmp_double);
+        printf("wake_p50_us=%.1f wake_p99_us=%.1f wake_max_us=%.1f samples=%d missed=%d "
+               "errors=%d\n", every[total / 2], every[(int) (total * 0.99)], every[total - 1],
+               total, all[0], all[1]);
+    } else if (rank == 0)
+        printf("samples=0 missed=%d errors=%d\n", all[0], all[1]);
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
+    MPI_Comm_free(&pair);
+    free(buf);
+    free(delay);
+    free(counts);
+    free(displs);
+    free(every);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -178,13 +287,15 @@ int main(int argc, char **argv)
         latency((size_t) atol(argv[2]), atoi(argv[3]));
     else if (argc == 5 && !strcmp(argv[1], "msgrate") && atoi(argv[3]) > 0 && atoi(argv[4]) > 0)
         msgrate((size_t) atol(argv[2]), atoi(argv[3]), atoi(argv[4]));
+    else if (argc == 4 && !strcmp(argv[1], "wakeup") && atoi(argv[2]) > 0 && atoi(argv[3]) > 0)
+        wakeup(atoi(argv[2]), atoi(argv[3]));
     else if (argc == 4 && !strcmp(argv[1], "alltoall") && atol(argv[2]) >= (long) sizeof(int))
         alltoall((size_t) atol(argv[2]), atoi(argv[3]));
     else
         ok = 0;
     if (!ok)
         fprintf(stderr, "usage: tnbc_calibrate compute MADDS | latency BYTES ITERS | "
-                "msgrate BYTES COUNT ITERS | alltoall BYTES ITERS\n");
+                "msgrate BYTES COUNT ITERS | alltoall BYTES ITERS | wakeup ITERS WORK_US\n");
     fflush(stdout);
     MPI_Finalize();
     return ok ? 0 : 2;
