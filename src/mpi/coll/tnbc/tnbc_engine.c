@@ -388,8 +388,6 @@ static uint64_t helper_sleep(int with_net, uint64_t limit_ns, int *timed_out)
     if (fds[0].revents & POLLIN)
         drain_wake_fd();
     uint64_t t1 = MPII_Tnbc_now_ns();
-    if (with_net && (fds[1].revents & POLLIN))
-        MPII_Tnbc_stats_helper_net_wake(t1);
     /* only the longest limit counts as a timeout: a lost wake-up would end there */
     MPII_Tnbc_stats_helper_sleep(t1 - t0, *timed_out && limit_ns >= MPII_TNBC_SLEEP_LIMIT_NS);
     return t1;
@@ -421,8 +419,10 @@ static void *helper_main(void *arg)
          * the polling helper's sleep it restarts when a sub-message completes and doubles up
          * to MPIR_CVAR_TNBC_POLL_MAX_US while the network is busy; past that only while the
          * rounds find nothing at all, so idle waits end up sleeping on events alone. */
-        if (made)
+        if (made) {
             net_limit_ns = MPII_TNBC_NET_TIMER_NS;
+            MPII_Tnbc_stats_helper_made(MPII_Tnbc_now_ns());
+        }
         else if (net_events || !timed_out || held)
             net_limit_ns = MPL_MIN(net_limit_ns * 2, max_ns);
         else

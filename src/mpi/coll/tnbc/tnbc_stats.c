@@ -65,7 +65,7 @@ typedef struct {
 
 static MPII_Tnbc_counters_t st;
 /* a time, not a counter: kept out of the job-wide sum */
-static uint64_t helper_net_wake_ns;
+static uint64_t helper_made_ns;
 
 /* Sums over all collectives: the header line of the table and the MPI_T variables. */
 typedef struct {
@@ -170,9 +170,9 @@ void MPII_Tnbc_stats_paced(uint64_t bodies, uint64_t flight_ns, uint64_t gaps, u
     MPII_ADD(st.paced_gap_ns, gap_ns);
 }
 
-void MPII_Tnbc_stats_helper_net_wake(uint64_t time_ns)
+void MPII_Tnbc_stats_helper_made(uint64_t time_ns)
 {
-    __atomic_store_n(&helper_net_wake_ns, time_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&helper_made_ns, time_ns, __ATOMIC_RELAXED);
 }
 
 void MPII_Tnbc_stats_helper_system(uint64_t system_ns)
@@ -354,9 +354,9 @@ static void get_helper_cpu(void *addr, void *obj, int count, void *buf)
     *(unsigned long long *) buf = sum;
 }
 
-static void get_net_wake(void *addr, void *obj, int count, void *buf)
+static void get_made(void *addr, void *obj, int count, void *buf)
 {
-    *(unsigned long long *) buf = __atomic_load_n(&helper_net_wake_ns, __ATOMIC_RELAXED);
+    *(unsigned long long *) buf = __atomic_load_n(&helper_made_ns, __ATOMIC_RELAXED);
 }
 
 /* Page-guard figures; addr carries which one */
@@ -427,9 +427,9 @@ void MPII_Tnbc_pvars_register(void)
          "nanoseconds the T-NBC helper thread slept");
     pvar("tnbc_helper_cpu_ns", st.helper_cpu_ns, get_helper_cpu,
          "CPU time of the T-NBC helper thread, in nanoseconds");
-    pvar("tnbc_helper_net_wake_ns", &helper_net_wake_ns, get_net_wake,
-         "CLOCK_MONOTONIC time at which the helper's last sleep on the network ended by a "
-         "network event (0: never)");
+    pvar("tnbc_helper_progress_ns", &helper_made_ns, get_made,
+         "CLOCK_MONOTONIC time at which the helper's last round that completed or posted "
+         "something ended (0: never)");
     pvar("tnbc_helper_rescues", MPII_COUNTER(helper_rescues), get_helper,
          "helper sleeps that ended by their time limit and then found news (lost wake-ups)");
     pvar("tnbc_release_median_ns", MPII_PG(MPII_PG_RELEASE_MEDIAN_NS), get_pageguard,

@@ -34,9 +34,9 @@ void MPII_Tnbc_stats_helper_cpu(MPII_Tnbc_helper_cpu_t kind, uint64_t cpu_ns);
 void MPII_Tnbc_stats_helper_round(int rescued);  /* rescued: news found after a timed-out sleep */
 void MPII_Tnbc_stats_helper_sleep(uint64_t ns, int timed_out);
 void MPII_Tnbc_stats_helper_system(uint64_t system_ns);
-/* the helper's sleep on the network ended by a network event at time_ns (CLOCK_MONOTONIC):
- * the testbed's calibration compares it with the sender's clock (maint/bench-calibrate) */
-void MPII_Tnbc_stats_helper_net_wake(uint64_t time_ns);
+/* a helper round that ended at time_ns (CLOCK_MONOTONIC) made progress: the testbed's
+ * calibration compares it with a sender's clock (maint/bench-calibrate) */
+void MPII_Tnbc_stats_helper_made(uint64_t time_ns);
 void MPII_Tnbc_stats_app_sleep(uint64_t ns);    /* an MPI call slept while it waited for T-NBC */
 int MPII_Tnbc_stats_reduce_and_print(void);
 /* an operation's turn ended: how long it held its bodies back, and whether it gave up */

@@ -13,7 +13,7 @@
  *                                         rank 0 sends COUNT messages of BYTES at once to the
  *                                         last rank, whose receives are posted first
  *   tnbc_calibrate wakeup ITERS WORK_US   (T-NBC on, every call early) how soon a receiver's
- *                                         helper wakes for a message while its rank computes
+ *                                         helper completes a message while its rank computes
  *
  * Prints key=value lines: compute "rank=R seconds=S" per rank; latency "half_rtt_us=" (median
  * of ITERS); alltoall "iter=K ms=" per iteration (maximum over ranks), then "errors=N" (data
@@ -21,7 +21,7 @@
  * word that its receives are posted to its word that they completed, less the fastest round
  * trip, divided by COUNT: the software cost of one message at its sender or its receiver,
  * whichever is slower); wakeup "wake_us=" per sample, then "wake_p50_us= wake_p99_us=
- * wake_max_us= samples= missed= errors=" (see wakeup()). */
+ * wake_max_us= samples= missed= errors= sender_held=" (see wakeup()). */
 
 #include "../tnbc_test_pvar.h"
 #include <mpi.h>
@@ -190,17 +190,20 @@ static void spin_until(double t_us)
 }
 
 /* Pairs of ranks on different nodes (rank r with r + size/2: block placement puts them on
- * different nodes) take turns: the receiver enters a one-page Bcast, which returns early, and
- * computes for work_us; the root computes until a random moment in that time, notes the time
- * (CLOCK_MONOTONIC: every namespace of the testbed shares the machine's clock), broadcasts it
- * and computes on. The receiver's helper wakes when the message is there; after the work the
- * receiver reads the library's record of that wake-up (tnbc_helper_net_wake_ns) and prints the
- * delay from the send. The sample includes the wire and the network stack: the same layout with
- * a core per rank gives the floor. A sample whose helper did not wake by the network (the
- * receiver's own read completed it) is counted as missed. */
+ * different nodes) take turns. After a barrier the receiver enters a one-page Bcast, which
+ * returns early, and computes for 3 * work_us; the root computes until a random moment between
+ * work_us and 2 * work_us (longer than a capped rank can be held out of its CPU, so that the
+ * receive is posted), notes the time (CLOCK_MONOTONIC: every namespace of the testbed shares
+ * the machine's clock), broadcasts it and computes on. The receiver's helper runs when the
+ * message is there and completes the receive; after the work the receiver reads when the
+ * helper last completed something (tnbc_helper_progress_ns): the delay from the send. It
+ * includes the wire, the network stack and the landing: the same layout with a core per rank
+ * gives the floor. Samples whose root spent over a millisecond in its own Bcast (its CPU share
+ * ran out while it posted the send) are counted apart, as are samples the helper did not
+ * complete (the receiver's call or read did). */
 static void wakeup(int iters, int work_us)
 {
-    int rank, size, errors = 0, missed = 0, n = 0;
+    int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int partner = (rank + size / 2) % size, page = 4096;
@@ -208,43 +211,60 @@ static void wakeup(int iters, int work_us)
     MPI_Comm_split(MPI_COMM_WORLD, rank < partner ? rank : partner, rank, &pair);
     int me;
     MPI_Comm_rank(pair, &me);
-    double *buf, *delay = calloc(iters + 1, sizeof(double));
+    /* per iteration: as receiver the delay (-1: missed), as root the time in the Bcast */
+    double *buf = NULL, *mine = calloc(iters + 1, sizeof(double)), *theirs = calloc(iters + 1,
+                                                                             sizeof(double));
     if (posix_memalign((void **) &buf, page, page))
         MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_T_pvar_session session;
-    int provided;
+    int provided, errors = 0;
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_T_pvar_session_create(&session);
     srand(1 + rank);
     for (int k = -20; k < iters; k++) {        /* twenty rounds to connect and start the helper */
         int root = (k & 1), receiving = size > 1 && me != root;
         MPI_Barrier(MPI_COMM_WORLD);
+        if (size < 2)
+            break;
         double t0 = now_us();
         if (receiving) {
             MPI_Bcast(buf, page, MPI_BYTE, root, pair);
-            spin_until(t0 + work_us);
+            spin_until(t0 + 3 * work_us);
             double sent = buf[0];       /* landed long ago, or this read waits for it */
             errors += buf[page / sizeof(double) - 1] != k;
-            unsigned long long ns = tnbc_read_pvar(session, "tnbc_helper_net_wake_ns");
-            double woke = ns == TNBC_PVAR_MISSING ? 0 : ns / 1e3;
-            if (k < 0)
-                continue;
-            if (woke >= sent)
-                delay[n++] = woke - sent;
-            else
-                missed++;
+            unsigned long long ns = tnbc_read_pvar(session, "tnbc_helper_progress_ns");
+            double done = ns == TNBC_PVAR_MISSING ? 0 : ns / 1e3;
+            if (k >= 0)
+                mine[k] = done >= sent ? done - sent : -1;
         } else {
-            spin_until(t0 + work_us * (0.1 + 0.4 * rand() / RAND_MAX));
+            spin_until(t0 + work_us * (1 + (double) rand() / RAND_MAX));
             buf[page / sizeof(double) - 1] = k;
-            buf[0] = now_us();
+            double before = buf[0] = now_us();
             MPI_Bcast(buf, page, MPI_BYTE, root, pair);
-            spin_until(t0 + work_us);
+            if (k >= 0)
+                mine[k] = now_us() - before;
+            spin_until(t0 + 3 * work_us);
         }
+    }
+    if (size > 1)
+        MPI_Sendrecv(mine, iters, MPI_DOUBLE, 1 - me, 8, theirs, iters, MPI_DOUBLE, 1 - me, 8,
+                     pair, MPI_STATUS_IGNORE);
+    int n = 0, missed = 0, held = 0;
+    double *delay = calloc(iters + 1, sizeof(double));
+    for (int k = 0; k < iters && size > 1; k++) {
+        if ((k & 1) == me)
+            continue;   /* we were the root */
+        if (theirs[k] > 1000)
+            held++;
+        else if (mine[k] < 0)
+            missed++;
+        else
+            delay[n++] = mine[k];
     }
     for (int i = 0; i < n; i++)
         printf("rank=%d wake_us=%.1f\n", rank, delay[i]);
     /* every sample of the job at rank 0 */
-    int *counts = NULL, *displs = NULL, total = 0, tm[2] = { missed, errors }, all[2];
+    int *counts = NULL, *displs = NULL, total = 0, tm[3] = { missed, errors, held }, all[3];
     double *every = NULL;
     if (rank == 0) {
         counts = calloc(size, sizeof(int));
@@ -259,19 +279,21 @@ static void wakeup(int iters, int work_us)
         every = calloc(total + 1, sizeof(double));
     }
     MPI_Gatherv(delay, n, MPI_DOUBLE, every, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    MPI_Reduce(tm, all, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(tm, all, 3, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0 && total > 0) {
         qsort(every, total, sizeof(double), cmp_double);
         printf("wake_p50_us=%.1f wake_p99_us=%.1f wake_max_us=%.1f samples=%d missed=%d "
-               "errors=%d\n", every[total / 2], every[(int) (total * 0.99)], every[total - 1],
-               total, all[0], all[1]);
+               "errors=%d sender_held=%d\n", every[total / 2], every[(int) (total * 0.99)],
+               every[total - 1], total, all[0], all[1], all[2]);
     } else if (rank == 0)
-        printf("samples=0 missed=%d errors=%d\n", all[0], all[1]);
+        printf("samples=0 missed=%d errors=%d sender_held=%d\n", all[0], all[1], all[2]);
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
     MPI_Comm_free(&pair);
     free(buf);
     free(delay);
+    free(mine);
+    free(theirs);
     free(counts);
     free(displs);
     free(every);
