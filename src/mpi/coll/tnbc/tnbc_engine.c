@@ -32,6 +32,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -83,6 +84,19 @@ cvars:
         If true, the T-NBC helper thread sleeps on the network's event descriptor when a
         progress round finds nothing to do, and wakes when data moves. If false, it polls with
         timed sleeps (MPIR_CVAR_TNBC_POLL_MAX_US), as before the event-driven helper.
+
+    - name        : MPIR_CVAR_TNBC_HELPER_SLICE_US
+      category    : TNBC
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Experimental. The scheduler slice the T-NBC helper thread asks for, in microseconds
+        (Linux 6.12 and later: 100 to 100000; no privilege needed; older kernels ignore it). A
+        woken thread with a shorter slice than the running one's may preempt it instead of
+        waiting for the running thread's slice to end. 0: the kernel's default slice.
 
     - name        : MPIR_CVAR_TNBC_STAGING_CACHE
       category    : TNBC
@@ -393,6 +407,30 @@ static uint64_t helper_sleep(int with_net, uint64_t limit_ns, int *timed_out)
     return t1;
 }
 
+/* Ask the fair scheduler for a short slice (sched_setattr's sched_runtime, Linux 6.12): a
+ * woken thread whose slice is shorter than the running one's preempts it. Returns whether the
+ * kernel took it (older kernels accept and ignore it). */
+static int request_short_slice(void)
+{
+    /* the kernel's struct sched_attr, first version (glibc 2.36 has no wrapper, and the kernel
+     * header's other definitions clash with glibc's) */
+    struct {
+        uint32_t size, sched_policy;
+        uint64_t sched_flags;
+        int32_t sched_nice;
+        uint32_t sched_priority;
+        uint64_t sched_runtime, sched_deadline, sched_period;
+    } attr;
+    if (MPIR_CVAR_TNBC_HELPER_SLICE_US <= 0)
+        return 0;
+    memset(&attr, 0, sizeof(attr));
+    attr.size = sizeof(attr);
+    attr.sched_policy = SCHED_OTHER;
+    attr.sched_nice = getpriority(PRIO_PROCESS, 0);
+    attr.sched_runtime = (uint64_t) MPIR_CVAR_TNBC_HELPER_SLICE_US * 1000;
+    return syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
+}
+
 static void *helper_main(void *arg)
 {
     uint64_t backoff_ns = 1000, cpu_before = thread_cpu_ns(), data_event_ns = 0;
@@ -408,6 +446,7 @@ static void *helper_main(void *arg)
     prctl(PR_SET_NAME, "tnbc-helper", 0, 0, 0);
     /* short sleeps must stay short: the default 50 us timer slack would dominate them */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    MPII_Tnbc_stats_helper_slice(request_short_slice());
     while (!__atomic_load_n(&engine.stop, __ATOMIC_SEQ_CST)) {
         int made, net_events, held;
         int app_waited = MPIR_Pageguard_waiting() > 0;

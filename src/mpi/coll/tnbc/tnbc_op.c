@@ -10,7 +10,6 @@
  * posts point-to-point messages and hands finished sub-messages to the page guards. */
 
 #include "mpiimpl.h"
-#include "coll_peers.h"
 #include "tnbc_op.h"
 #include "tnbc_entry.h"
 #include "tnbc_flow.h"

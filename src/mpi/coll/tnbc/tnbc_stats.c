@@ -50,6 +50,7 @@ typedef struct {
     uint64_t ops_done, lifetime_ns, late_errors, settles, settle_ns;
     uint64_t helper_cpu_ns[MPII_TNBC_HELPER_CPU_COUNT], helper_system_ns;
     uint64_t helper_rounds, helper_sleeps, helper_sleep_ns, helper_timeouts, helper_rescues;
+    uint64_t helpers, helpers_short_slice;
     uint64_t app_sleeps, app_sleep_ns;
     uint64_t node_turns, node_holds, node_hold_ns, node_gave_up;
     uint64_t paced_bodies, paced_flight_ns, paced_gaps, paced_gap_ns;
@@ -170,6 +171,12 @@ void MPII_Tnbc_stats_paced(uint64_t bodies, uint64_t flight_ns, uint64_t gaps, u
     MPII_ADD(st.paced_gap_ns, gap_ns);
 }
 
+void MPII_Tnbc_stats_helper_slice(int short_slice)
+{
+    MPII_ADD(st.helpers, 1);
+    MPII_ADD(st.helpers_short_slice, short_slice != 0);
+}
+
 void MPII_Tnbc_stats_helper_made(uint64_t time_ns)
 {
     __atomic_store_n(&helper_made_ns, time_ns, __ATOMIC_RELAXED);
@@ -263,6 +270,9 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
                 MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_IDLE]),
                 MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_DATA]),
                 MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_APP_WAITED]));
+        fprintf(stderr, "[tnbc %s] helper threads %" PRIu64 ", %" PRIu64 " on a short "
+                "scheduler slice (MPIR_CVAR_TNBC_HELPER_SLICE_US)\n", who, s->helpers,
+                s->helpers_short_slice);
         fprintf(stderr, "[tnbc %s] helper rounds %" PRIu64 ", sleeps %" PRIu64 " (%.3f ms, %"
                 PRIu64 " ended by the time limit, %" PRIu64 " of them found news); release "
                 "latency median %.1f us, max %.1f us\n", who, s->helper_rounds,

@@ -34,6 +34,7 @@ void MPII_Tnbc_stats_helper_cpu(MPII_Tnbc_helper_cpu_t kind, uint64_t cpu_ns);
 void MPII_Tnbc_stats_helper_round(int rescued);  /* rescued: news found after a timed-out sleep */
 void MPII_Tnbc_stats_helper_sleep(uint64_t ns, int timed_out);
 void MPII_Tnbc_stats_helper_system(uint64_t system_ns);
+void MPII_Tnbc_stats_helper_slice(int short_slice);     /* the helper got a short slice */
 /* a helper round that ended at time_ns (CLOCK_MONOTONIC) made progress: the testbed's
  * calibration compares it with a sender's clock (maint/bench-calibrate) */
 void MPII_Tnbc_stats_helper_made(uint64_t time_ns);
