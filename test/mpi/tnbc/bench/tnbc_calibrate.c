@@ -206,6 +206,11 @@ static void wakeup(int iters, int work_us)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size % 2) {
+        if (rank == 0)
+            fprintf(stderr, "tnbc_calibrate wakeup: the number of ranks must be even\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     int partner = (rank + size / 2) % size, page = 4096;
     MPI_Comm pair;
     MPI_Comm_split(MPI_COMM_WORLD, rank < partner ? rank : partner, rank, &pair);
@@ -230,12 +235,15 @@ static void wakeup(int iters, int work_us)
         if (receiving) {
             MPI_Bcast(buf, page, MPI_BYTE, root, pair);
             spin_until(t0 + 3 * work_us);
+            double reading = now_us();
             double sent = buf[0];       /* landed long ago, or this read waits for it */
             errors += buf[page / sizeof(double) - 1] != k;
             unsigned long long ns = tnbc_read_pvar(session, "tnbc_helper_progress_ns");
             double done = ns == TNBC_PVAR_MISSING ? 0 : ns / 1e3;
+            /* a helper round that ended after the read began may have been the read's: the
+             * sample only says the helper was late, so it counts as missed */
             if (k >= 0)
-                mine[k] = done >= sent ? done - sent : -1;
+                mine[k] = done >= sent && done < reading ? done - sent : -1;
         } else {
             spin_until(t0 + work_us * (1 + (double) rand() / RAND_MAX));
             buf[page / sizeof(double) - 1] = k;
