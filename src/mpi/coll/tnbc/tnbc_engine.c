@@ -461,8 +461,7 @@ static void *helper_main(void *arg)
         if (made) {
             net_limit_ns = MPII_TNBC_NET_TIMER_NS;
             MPII_Tnbc_stats_helper_made(MPII_Tnbc_now_ns());
-        }
-        else if (net_events || !timed_out || held)
+        } else if (net_events || !timed_out || held)
             net_limit_ns = MPL_MIN(net_limit_ns * 2, max_ns);
         else
             net_limit_ns = MPL_MIN(net_limit_ns * 2, MPII_TNBC_SLEEP_LIMIT_NS);

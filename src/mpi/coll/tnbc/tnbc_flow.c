@@ -101,8 +101,8 @@ static void setup_remote(MPII_Tnbc_flow_t * flow, const MPII_Tnbc_flow_start_t *
         return;
     if (start->urgency) {
         pos = first_urgency(start->urgency, n);
-        flow->urgency = arbitrate ? MPL_malloc(((size_t) n + 1) * sizeof(int), MPL_MEM_COLL) :
-            NULL;
+        if (arbitrate)
+            flow->urgency = MPL_malloc(((size_t) n + 1) * sizeof(int), MPL_MEM_COLL);
         if (flow->urgency)
             memcpy(flow->urgency, start->urgency, n * sizeof(int));
     }

@@ -367,13 +367,14 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
         MPIR_ERR_CHKANDJUMP(!op->send_src || !op->send_left, mpi_errno, MPI_ERR_OTHER, "**nomem");
         op->outcome = MPIR_TNBC_SYNC_NOMEM;
     }
-    MPII_Tnbc_flow_start_t flow = {.early = (op->outcome == MPIR_TNBC_EARLY),
+    MPII_Tnbc_flow_start_t flow_start = {
+        .early = (op->outcome == MPIR_TNBC_EARLY),
         .tag = op->tags[0],
         .pos = args->arb.access_pos ? args->arb.access_pos[op->comm->rank] : -1,
         .urgency = args->arb.send_urgency,
         .pace_bytes = MPII_Tnbc_policy.pace_bytes
     };
-    MPII_Tnbc_flow_init(&op->flow, &op->sched, op->comm, &flow);
+    MPII_Tnbc_flow_init(&op->flow, &op->sched, op->comm, &flow_start);
     op->setup_ns = MPII_Tnbc_now_ns() - t_setup;
 
     int made;

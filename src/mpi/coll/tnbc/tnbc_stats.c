@@ -270,9 +270,10 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
                 MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_IDLE]),
                 MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_DATA]),
                 MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_APP_WAITED]));
-        fprintf(stderr, "[tnbc %s] helper threads %" PRIu64 ", %" PRIu64 " on a short "
-                "scheduler slice (MPIR_CVAR_TNBC_HELPER_SLICE_US)\n", who, s->helpers,
-                s->helpers_short_slice);
+        if (MPIR_CVAR_TNBC_HELPER_SLICE_US > 0)
+            fprintf(stderr, "[tnbc %s] helper threads %" PRIu64 ", %" PRIu64 " on a short "
+                    "scheduler slice (MPIR_CVAR_TNBC_HELPER_SLICE_US)\n", who, s->helpers,
+                    s->helpers_short_slice);
         fprintf(stderr, "[tnbc %s] helper rounds %" PRIu64 ", sleeps %" PRIu64 " (%.3f ms, %"
                 PRIu64 " ended by the time limit, %" PRIu64 " of them found news); release "
                 "latency median %.1f us, max %.1f us\n", who, s->helper_rounds,
