@@ -6,8 +6,7 @@
 /* Flow control of an operation's sends: may the body the schedule would post next go now?
  * Three limits, each optional: a per-peer window of body sends in flight (the schedule's
  * body_window, so that a peer's urgent body is not queued behind the others), node arbitration
- * (tnbc_node.c) and pacing (MPIR_CVAR_TNBC_PACE_BYTES: a window of the node's paced bytes in
- * flight, shared by its processes through the node's segment, that reopens when the order
+ * (tnbc_node.c) and pacing (MPIR_CVAR_TNBC_PACE_BYTES, whose window reopens when the order
  * report behind a body is matched: the body was delivered). */
 
 #include "mpiimpl.h"
@@ -28,11 +27,10 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_ALL_EQ
       description : >-
-        Experimental. The processes of a node together keep at most this many bytes of bodies
-        to other nodes undelivered (at least one body) for their Alltoall(v/w) calls that
-        return early and know where their blocks are read, most urgent first, so that the
-        node's link carries the blocks read first one after another instead of sharing the
-        rate between all of them. Every process then tells
+        Experimental. An Alltoall(v/w) that returns early and knows where its blocks are read
+        keeps at most this many bytes of bodies to other nodes undelivered (at least one
+        body), most urgent first, so that the links carry the blocks read first one after
+        another instead of sharing the rate between all of them. Every process then tells
         every peer where it reads that peer's block, in a small message after the body
         (matched, it says the body was delivered); the senders order their blocks by it from
         the next call on. Such calls always return early (MPIR_CVAR_TNBC_RETURN adaptive
@@ -78,7 +76,6 @@ static void setup_pace(MPII_Tnbc_flow_t * flow, size_t pace)
         if (flow->remote[i])
             flow->paced_body[flow->sched->entries[i].peer] = i;
     flow->pace = pace;
-    flow->paced_progress_ns = MPII_Tnbc_now_ns();       /* a full node window may hold us */
 }
 
 /* The most urgent of the readers' positions (MPII_TNBC_URGENCY_LAST: none reported). */
@@ -144,7 +141,6 @@ void MPII_Tnbc_flow_abandon(MPII_Tnbc_flow_t * flow)
 void MPII_Tnbc_flow_free(MPII_Tnbc_flow_t * flow)
 {
     MPII_Tnbc_node_leave(&flow->turn);
-    MPII_Tnbc_node_paced_sub(flow->paced_out);  /* bodies that were never reported delivered */
     if (flow->paced_bodies)
         MPII_Tnbc_stats_paced(flow->paced_bodies, flow->paced_flight_ns, flow->paced_gaps,
                               flow->paced_gap_ns);
@@ -167,16 +163,13 @@ static int is_remote(const MPII_Tnbc_flow_t * flow, int i)
     return flow->remote && flow->remote[i];
 }
 
-/* A paced remote body waits while the node's window is full (a delivery, ours or a node
- * peer's, reopens it), but not for more than MPIR_CVAR_TNBC_NODE_HOLD_MAX_US without a
- * delivery of ours (a receiver may be late into the call, or busy, or a peer gone): then our
- * window lapses until our next delivery. */
+/* A paced remote body waits while the window is full (a delivery reopens it), but not for a
+ * receiver that has not matched anything for MPIR_CVAR_TNBC_NODE_HOLD_MAX_US (it may be late
+ * into the call, or busy): then the window lapses until the next delivery. */
 static int waits_for_window(MPII_Tnbc_flow_t * flow, const MPIR_Tnbc_entry_t * e)
 {
-    if (!flow->pace || flow->window_lapsed)
-        return 0;
-    size_t out = MPII_Tnbc_node_paced_total(flow->paced_out);
-    if (out == 0 || out + e->len <= flow->pace)
+    if (!flow->pace || flow->window_lapsed || flow->paced_out == 0 ||
+        flow->paced_out + e->len <= flow->pace)
         return 0;
     uint64_t limit_ns = (uint64_t) MPL_MAX(MPIR_CVAR_TNBC_NODE_HOLD_MAX_US, 0) * 1000;
     flow->window_lapsed = MPII_Tnbc_now_ns() - flow->paced_progress_ns > limit_ns;
@@ -231,7 +224,6 @@ static void note_post(MPII_Tnbc_flow_t * flow, int i)
         flow->paced_gap_ns += now - flow->last_delivery_ns;
     }
     flow->paced_out += flow->sched->entries[i].len;
-    MPII_Tnbc_node_paced_add(flow->sched->entries[i].len);
 }
 
 void MPII_Tnbc_flow_posted(MPII_Tnbc_flow_t * flow, int i)
@@ -258,7 +250,6 @@ static void note_delivery(MPII_Tnbc_flow_t * flow, int i)
     node_sent(flow, flow->sched->entries[i].len);
     flow->window_lapsed = 0;
     flow->paced_out -= flow->sched->entries[i].len;
-    MPII_Tnbc_node_paced_sub(flow->sched->entries[i].len);
     flow->paced_bodies++;
     flow->paced_flight_ns += now - flow->paced_post_ns[i];
     flow->last_delivery_ns = now;

@@ -80,8 +80,7 @@ cvars:
 typedef struct {
     uint64_t claim;             /* MPII_CLAIM(...) of the operation with bodies unsent, or 0 */
     uint64_t done;              /* bytes of remote bodies completed, ever (progress) */
-    uint64_t paced;             /* bytes of paced remote bodies posted and not yet delivered */
-    char pad[40];
+    char pad[48];
 } MPII_node_slot_t;
 
 /* valid bit, 39 bits naming the operation, 24 of position */
@@ -142,29 +141,6 @@ void MPII_Tnbc_node_finalize(void)
 int MPII_Tnbc_node_available(void)
 {
     return node.slots != NULL && MPIR_CVAR_TNBC_NODE_ARBITRATION;
-}
-
-/* Only this process writes its slot's count (from whichever thread runs its operations). */
-void MPII_Tnbc_node_paced_add(size_t bytes)
-{
-    if (node.slots)
-        __atomic_add_fetch(&node.slots[node.self].paced, bytes, __ATOMIC_RELEASE);
-}
-
-void MPII_Tnbc_node_paced_sub(size_t bytes)
-{
-    if (node.slots)
-        __atomic_sub_fetch(&node.slots[node.self].paced, bytes, __ATOMIC_RELEASE);
-}
-
-size_t MPII_Tnbc_node_paced_total(size_t own)
-{
-    if (!node.slots)
-        return own;
-    uint64_t total = 0;
-    for (int i = 0; i < node.nslots; i++)
-        total += __atomic_load_n(&node.slots[i].paced, __ATOMIC_ACQUIRE);
-    return (size_t) total;
 }
 
 /* Whether a communicator has processes of more than one world (spawn, connect/accept), kept

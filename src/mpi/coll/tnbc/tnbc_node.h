@@ -35,11 +35,6 @@ int MPII_Tnbc_comm_spans_worlds(MPIR_Comm * comm);
 int MPII_Tnbc_node_init(void);
 void MPII_Tnbc_node_finalize(void);
 int MPII_Tnbc_node_available(void);     /* arbitration applies to this process */
-/* Pacing's window is the node's (its processes share one link): each process counts its paced
- * bodies in flight in its slot. The total is the node's, or own without a segment. */
-void MPII_Tnbc_node_paced_add(size_t bytes);
-void MPII_Tnbc_node_paced_sub(size_t bytes);
-size_t MPII_Tnbc_node_paced_total(size_t own);
 /* Take part in arbitration for an operation (tag) with remote_bytes of remote bodies, at
  * position pos; returns 0 when it does not apply (no segment, nothing remote, our slot busy). */
 int MPII_Tnbc_node_join(MPII_Tnbc_turn_t * turn, MPIR_Comm * comm, int tag, int pos,
