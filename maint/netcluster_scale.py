@@ -35,6 +35,7 @@ def parse(stdout):
                 "period_us": int(kv.get("period_us", 0)), "quota_us": int(kv.get("quota_us", 0)),
                 "rate": kv.get("rate", "?"), "shaped": kv.get("shaped", "?"),
                 "rndv_thresh": kv.get("rndv_thresh", "default"),
+                "tcp_cc": kv.get("tcp_cc", "unknown"),
                 "helper_share": kv.get("helper_share"), "helper": kv.get("helper"),
                 "oversubscribed": "oversubscribed" in m.group(1)}
     except (KeyError, ValueError):
@@ -73,5 +74,7 @@ def describe(scales):
     if placed:
         parts.append("T-NBC's helper thread %s" % ", ".join(HELPER_PLACES[h] for h in placed))
     eager = sorted({s["rndv_thresh"] for s in scales})
+    cc = sorted({s["tcp_cc"] for s in scales})
     return "Scale (maint/netcluster): " + "; ".join(parts) + "; UCX_RNDV_THRESH " + \
-        ", ".join(eager) + " (inf: every configuration eager)."
+        ", ".join(eager) + " (inf: every configuration eager); TCP congestion control " + \
+        ", ".join(cc) + "."

@@ -341,7 +341,9 @@ static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made, int *n
 {
     MPII_helper_next_t next;
 
+    uint64_t lock_ns = MPII_Tnbc_now_ns();
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
+    MPII_Tnbc_stats_helper_lock(MPII_Tnbc_now_ns() - lock_ns);
     unsigned long before = engine.events;
     int net_events = 0;
     *made = 0;
@@ -482,11 +484,17 @@ static void *helper_main(void *arg)
                                              net_limit_ns, &timed_out);
                 rescue = timed_out && net_limit_ns == MPII_TNBC_SLEEP_LIMIT_NS;
                 break;
-            case MPII_HELPER_SLEEP_OURS:
-                helper_sleep(0, 0, &timed_out);
-                timed_out = 0;
-                net_limit_ns = MPII_TNBC_NET_TIMER_NS;
-                break;
+            case MPII_HELPER_SLEEP_OURS:{
+                    /* operations in flight that an application thread drives, or none */
+                    int deferred = __atomic_load_n(&engine.app_driving, __ATOMIC_SEQ_CST) > 0 &&
+                        __atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_SEQ_CST) > 0;
+                    uint64_t t0 = MPII_Tnbc_now_ns(), t1 = helper_sleep(0, 0, &timed_out);
+                    if (deferred)
+                        MPII_Tnbc_stats_helper_deferred(t1 - t0);
+                    timed_out = 0;
+                    net_limit_ns = MPII_TNBC_NET_TIMER_NS;
+                    break;
+                }
             case MPII_HELPER_BACKOFF:{
                     struct timespec ts = {.tv_sec = 0,.tv_nsec = (long) backoff_ns };
                     nanosleep(&ts, NULL);

@@ -51,6 +51,7 @@ typedef struct {
     uint64_t helper_cpu_ns[MPII_TNBC_HELPER_CPU_COUNT], helper_system_ns;
     uint64_t helper_rounds, helper_sleeps, helper_sleep_ns, helper_timeouts, helper_rescues;
     uint64_t helpers, helpers_short_slice;
+    uint64_t helper_lock_ns, helper_lock_long, helper_deferred, helper_deferred_ns;
     uint64_t app_sleeps, app_sleep_ns;
     uint64_t node_turns, node_holds, node_hold_ns, node_gave_up;
     uint64_t paced_bodies, paced_flight_ns, paced_gaps, paced_gap_ns;
@@ -177,6 +178,21 @@ void MPII_Tnbc_stats_helper_slice(int short_slice)
     MPII_ADD(st.helpers_short_slice, short_slice != 0);
 }
 
+/* a wait for the lock this long means its holder was descheduled, not just busy */
+#define MPII_TNBC_LONG_LOCK_WAIT_NS 1000000
+
+void MPII_Tnbc_stats_helper_lock(uint64_t wait_ns)
+{
+    MPII_ADD(st.helper_lock_ns, wait_ns);
+    MPII_ADD(st.helper_lock_long, wait_ns >= MPII_TNBC_LONG_LOCK_WAIT_NS);
+}
+
+void MPII_Tnbc_stats_helper_deferred(uint64_t ns)
+{
+    MPII_ADD(st.helper_deferred, 1);
+    MPII_ADD(st.helper_deferred_ns, ns);
+}
+
 void MPII_Tnbc_stats_helper_made(uint64_t time_ns)
 {
     __atomic_store_n(&helper_made_ns, time_ns, __ATOMIC_RELAXED);
@@ -280,6 +296,10 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
                 s->helper_sleeps, s->helper_sleep_ns / 1e6, s->helper_timeouts,
                 s->helper_rescues, release_median_ns(s->release_hist) / 1e3,
                 release_max / 1e3);
+        fprintf(stderr, "[tnbc %s] helper waited %.3f ms for the global lock (%" PRIu64
+                " waits of 1 ms or more); slept %.3f ms in %" PRIu64 " sleeps while the "
+                "application drove progress\n", who, s->helper_lock_ns / 1e6,
+                s->helper_lock_long, s->helper_deferred_ns / 1e6, s->helper_deferred);
 #undef MPII_SHARE
     }
 }

@@ -35,6 +35,10 @@ void MPII_Tnbc_stats_helper_round(int rescued);  /* rescued: news found after a 
 void MPII_Tnbc_stats_helper_sleep(uint64_t ns, int timed_out);
 void MPII_Tnbc_stats_helper_system(uint64_t system_ns);
 void MPII_Tnbc_stats_helper_slice(int short_slice);     /* the helper got a short slice */
+/* the helper waited wait_ns for the global lock (an application thread held it) */
+void MPII_Tnbc_stats_helper_lock(uint64_t wait_ns);
+/* the helper slept ns while application threads drove progress in an MPI call */
+void MPII_Tnbc_stats_helper_deferred(uint64_t ns);
 /* a helper round that ended at time_ns (CLOCK_MONOTONIC) made progress: the testbed's
  * calibration compares it with a sender's clock (maint/bench-calibrate) */
 void MPII_Tnbc_stats_helper_made(uint64_t time_ns);
