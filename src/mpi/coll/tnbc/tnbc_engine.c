@@ -341,9 +341,9 @@ static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made, int *n
 {
     MPII_helper_next_t next;
 
-    uint64_t lock_ns = MPII_Tnbc_now_ns();
+    uint64_t asked_ns = MPII_Tnbc_now_ns();
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
-    MPII_Tnbc_stats_helper_lock(MPII_Tnbc_now_ns() - lock_ns);
+    MPII_Tnbc_stats_helper_lock(MPII_Tnbc_now_ns() - asked_ns);
     unsigned long before = engine.events;
     int net_events = 0;
     *made = 0;
@@ -391,14 +391,17 @@ static uint64_t helper_sleep(int with_net, uint64_t limit_ns, int *timed_out)
     /* last look, after the announcement: what came before it was not signalled. Network
      * events after the arm are not lost: they make net_fd readable. */
     int stop = __atomic_load_n(&engine.stop, __ATOMIC_SEQ_CST);
-    int nothing_for_us = __atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_SEQ_CST) == 0 ||
-        __atomic_load_n(&engine.app_driving, __ATOMIC_SEQ_CST) > 0;
+    int ops = __atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_SEQ_CST) > 0;
+    int app_drives = __atomic_load_n(&engine.app_driving, __ATOMIC_SEQ_CST) > 0;
+    int nothing_for_us = !ops || app_drives;
+    int slept = 0;
     /* a thread that began to wait before the announcement did not signal: wake on the data */
     if (limit_ns && MPIR_Pageguard_waiting() > 0)
         with_net = 1;
     if (!stop && (with_net || limit_ns || nothing_for_us)) {
         int rc = ppoll(fds, with_net ? 2 : 1, limit_ns ? &limit : NULL, NULL);
         *timed_out = (rc == 0);
+        slept = 1;
     }
     __atomic_store_n(&engine.helper_asleep, 0, __ATOMIC_SEQ_CST);
     if (fds[0].revents & POLLIN)
@@ -406,6 +409,9 @@ static uint64_t helper_sleep(int with_net, uint64_t limit_ns, int *timed_out)
     uint64_t t1 = MPII_Tnbc_now_ns();
     /* only the longest limit counts as a timeout: a lost wake-up would end there */
     MPII_Tnbc_stats_helper_sleep(t1 - t0, *timed_out && limit_ns >= MPII_TNBC_SLEEP_LIMIT_NS);
+    /* operations in flight, and we left them to an application thread's progress */
+    if (slept && ops && app_drives && !with_net && !limit_ns)
+        MPII_Tnbc_stats_helper_deferred(t1 - t0);
     return t1;
 }
 
@@ -484,17 +490,11 @@ static void *helper_main(void *arg)
                                              net_limit_ns, &timed_out);
                 rescue = timed_out && net_limit_ns == MPII_TNBC_SLEEP_LIMIT_NS;
                 break;
-            case MPII_HELPER_SLEEP_OURS:{
-                    /* operations in flight that an application thread drives, or none */
-                    int deferred = __atomic_load_n(&engine.app_driving, __ATOMIC_SEQ_CST) > 0 &&
-                        __atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_SEQ_CST) > 0;
-                    uint64_t t0 = MPII_Tnbc_now_ns(), t1 = helper_sleep(0, 0, &timed_out);
-                    if (deferred)
-                        MPII_Tnbc_stats_helper_deferred(t1 - t0);
-                    timed_out = 0;
-                    net_limit_ns = MPII_TNBC_NET_TIMER_NS;
-                    break;
-                }
+            case MPII_HELPER_SLEEP_OURS:
+                helper_sleep(0, 0, &timed_out);
+                timed_out = 0;
+                net_limit_ns = MPII_TNBC_NET_TIMER_NS;
+                break;
             case MPII_HELPER_BACKOFF:{
                     struct timespec ts = {.tv_sec = 0,.tv_nsec = (long) backoff_ns };
                     nanosleep(&ts, NULL);

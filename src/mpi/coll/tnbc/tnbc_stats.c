@@ -178,7 +178,8 @@ void MPII_Tnbc_stats_helper_slice(int short_slice)
     MPII_ADD(st.helpers_short_slice, short_slice != 0);
 }
 
-/* a wait for the lock this long means its holder was descheduled, not just busy */
+/* waits for the lock counted apart: longer than an application thread's MPI call usually
+ * holds it (a descheduled or throttled holder, or a long call) */
 #define MPII_TNBC_LONG_LOCK_WAIT_NS 1000000
 
 void MPII_Tnbc_stats_helper_lock(uint64_t wait_ns)
@@ -297,9 +298,10 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
                 s->helper_rescues, release_median_ns(s->release_hist) / 1e3,
                 release_max / 1e3);
         fprintf(stderr, "[tnbc %s] helper waited %.3f ms for the global lock (%" PRIu64
-                " waits of 1 ms or more); slept %.3f ms in %" PRIu64 " sleeps while the "
+                " waits of %.0f ms or more); slept %.3f ms in %" PRIu64 " sleeps while the "
                 "application drove progress\n", who, s->helper_lock_ns / 1e6,
-                s->helper_lock_long, s->helper_deferred_ns / 1e6, s->helper_deferred);
+                s->helper_lock_long, MPII_TNBC_LONG_LOCK_WAIT_NS / 1e6,
+                s->helper_deferred_ns / 1e6, s->helper_deferred);
 #undef MPII_SHARE
     }
 }
