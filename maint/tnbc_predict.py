@@ -1,0 +1,277 @@
+##
+## mpich-tnbc: predictions on SimGrid (maint/tnbc-predict). Turns a kernel and a platform into
+## replay jobs (maint/tnbc_replay.py, one process each), runs them, and checks them against a
+## report of maint/bench-kernels. Pure Python apart from the replays, which need SimGrid.
+##
+## Platform files (JSON, maint/platforms/): rate (payload bytes/s per NIC direction), latency
+## (s, one way), shm_rate, shm_latency, msg_cost (s a message costs its sender), copy_rate and
+## landing_rate (bytes/s: packing, the self block; landing a received piece), wake (s: T-NBC's
+## helper sees a completion that late), fault_cost (s per stalled block beyond the wait),
+## call_cost (s in a T-NBC call besides its edges), answer (s: a paced sender learns of a
+## delivery that late), stock_share and react (the testbed's CPU shares: a rank progressing
+## its own messages gets that share of a link, and notices a completed dependent step that
+## late; 1 and 0 on a core per rank). "scale": D, the factor between the testbed's measured
+## and modeled times, where the costs were measured.
+##
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PLATFORMS = os.path.join(HERE, "platforms")
+REPLAY = os.path.join(HERE, "tnbc_replay.py")
+PYTHON = "/usr/bin/python3"         # Debian's python3-simgrid is built for it only
+
+KERNELS = ("crc", "crcrot", "ft", "is", "bcast", "bcastrot")
+BCAST_SEGMENTS = 4                  # MPIR_CVAR_TNBC_BCAST_SEGMENTS
+SOURCES = ("tnbc_sched_export.c",)
+LIBRARY_SOURCES = ("tnbc_sched.c", "tnbc_sched_reduce.c", "tnbc_priority.c", "tnbc_gain.c",
+                   "tnbc_policy.c")
+
+
+# ---- platforms ----
+
+def load_platform(name_or_path, overrides=()):
+    path = name_or_path
+    if not os.path.exists(path):
+        path = os.path.join(PLATFORMS, name_or_path + ".json")
+    with open(path) as f:
+        plat = json.load(f)
+    for kv in overrides:
+        k, _, v = kv.partition("=")
+        if k not in plat["costs"]:
+            raise ValueError("platform has no cost %r" % k)
+        plat["costs"][k] = float(v)
+    return plat
+
+
+# ---- the schedule exporter, built from the library's own sources ----
+
+def exporter(cache=None):
+    top = os.path.dirname(HERE)
+    tnbc = os.path.join(top, "src", "mpi", "coll", "tnbc")
+    srcs = [os.path.join(HERE, s) for s in SOURCES] + \
+        [os.path.join(tnbc, s) for s in LIBRARY_SOURCES]
+    cache = cache or os.path.join(os.environ.get("XDG_CACHE_HOME",
+                                                 os.path.expanduser("~/.cache")), "mpich-tnbc")
+    os.makedirs(cache, exist_ok=True)
+    exe = os.path.join(cache, "tnbc-sched-export")
+    newest = max(os.path.getmtime(s) for s in srcs + [os.path.join(tnbc, "tnbc_sched.h")])
+    if not os.path.exists(exe) or os.path.getmtime(exe) < newest:
+        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-I", tnbc, "-o", exe + ".tmp"] +
+                       srcs, check=True)
+        os.replace(exe + ".tmp", exe)
+    return exe
+
+
+# ---- kernels as programs ----
+
+def node_of(rank, nodes, ppn, placement):
+    return rank // ppn if placement == "block" else rank % nodes
+
+
+def read_order(kernel, rank, size):
+    if kernel in ("crc", "ft", "is"):
+        return list(range(size))
+    if kernel == "crcrot":
+        return [(rank + 1 + s) % size for s in range(size)]
+    if kernel == "bcast":
+        return [size - 1 - s for s in range(size)]
+    if kernel == "bcastrot":
+        return [(rank + s) % size for s in range(size)]
+    raise ValueError("no kernel %r" % kernel)
+
+
+def bcast_tree_ranks(root, size, node):
+    """T-NBC's tree order (tnbc_bcast.c): the root's node first, then by node, from the root."""
+    slots = [((-1 if node[r] == node[root] else node[r]), v, r)
+             for v, r in ((v, (root + v) % size) for v in range(size))]
+    return [r for _, _, r in sorted(slots)]
+
+
+def kernel_program(kernel, nodes, ppn, placement, nbytes, read_s, after_s=0.0):
+    """One iteration: the kernel's collective, read block by block (read_s each), then after_s
+    of computing. IS adds its bucket-size Alltoall (one int per pair) first."""
+    size = nodes * ppn
+    node = [node_of(r, nodes, ppn, placement) for r in range(size)]
+    orders = [read_order(kernel, r, size) for r in range(size)]
+    blocks = [[(k * nbytes, nbytes) for k in range(size)] for _ in range(size)]
+    if kernel.startswith("bcast"):
+        coll = {"op": "bcast", "root": 0, "bytes": nbytes * size, "segments": BCAST_SEGMENTS,
+                "tree_ranks": bcast_tree_ranks(0, size, node)}
+    else:
+        coll = {"op": "alltoallv", "counts": [[nbytes] * size for _ in range(size)]}
+    coll.update(orders=orders, blocks=blocks, read_s=read_s, after_s=after_s)
+    program = [coll]
+    if kernel == "is":
+        program.insert(0, {"op": "alltoallv", "counts": [[4] * size for _ in range(size)],
+                           "orders": [list(range(size))] * size,
+                           "blocks": [[(4 * k, 4) for k in range(size)]] * size, "read_s": 0.0})
+    return program, node
+
+
+# ---- configurations: bench-kernels' names ----
+
+def config_job(config):
+    """A bench-kernels configuration -> the replay's settings, or None (not modeled)."""
+    base, *sets = config.split("+")
+    opts = dict(s.split("=", 1) for s in sets if "=" in s)
+    if base == "stock" or base.startswith("stock@"):
+        return {"config": "stock@" + (base.partition("@")[2] or "default")}
+    if base.endswith("_early"):
+        base = base[:-len("_early")]
+    if base not in ("fifo", "prio", "prio_noarb", "prio_trace"):
+        return None
+    return {"config": "tnbc", "priorities": base != "fifo",
+            "arbitration": base in ("prio", "prio_trace"),
+            "pace_bytes": int(opts.get("PACE_BYTES", 0))}
+
+
+def replay(job):
+    out = subprocess.run([PYTHON, REPLAY], input=json.dumps(job), capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        raise RuntimeError("replay failed: %s" % out.stderr.strip()[-2000:])
+    its = json.loads(out.stdout)["iterations"]
+    return its[-1]                  # the replay is deterministic: the last is steady
+
+
+def predict(platform, layout, program, configs, exporter_path, iterations=2, jobs=2):
+    """{config: result or None} for the configurations of one kernel and layout."""
+    todo = {}
+    for c in configs:
+        settings = config_job(c)
+        if settings is None:
+            continue
+        todo[c] = dict(settings, platform=platform["costs"], layout=layout, program=program,
+                       exporter=exporter_path, iterations=iterations)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        done = dict(zip(todo, pool.map(replay, todo.values())))
+    return {c: done.get(c) for c in configs}
+
+
+# ---- reports of maint/bench-kernels ----
+
+def parse_report(text):
+    """(the command's options, D, {(kernel, placement): {config: row}}) of a kernels report."""
+    m = re.search(r"Generated by `maint/bench-kernels ([^`]*)`", text)
+    if not m:
+        raise ValueError("not a bench-kernels report")
+    argv = m.group(1).split()
+    opts = {}
+    for i, a in enumerate(argv):
+        if a.startswith("-") and i + 1 < len(argv):
+            opts[a] = argv[i + 1]
+    d = re.search(r"D = ([0-9.]+)", text)
+    sections, cur, header = {}, None, None
+    for line in text.splitlines():
+        s = re.match(r"## (\w+), (\w+) placement", line)
+        if s:
+            cur = sections.setdefault((s.group(1), s.group(2)), {})
+            header = None
+            continue
+        if cur is None or not line.startswith("|") or line.startswith("|---"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+            continue
+        row = dict(zip(header, cells))
+        try:
+            cur[row["config"]] = {"total": float(row["iteration ms"]),
+                                  "wait": float(row["wait ms"])}
+        except (KeyError, ValueError):
+            pass
+    return opts, float(d.group(1)) if d else 1.0, sections
+
+
+def stock_best(rows):
+    stock = {c: r["total"] for c, r in rows.items()
+             if r and (c == "stock" or c.startswith("stock@"))}
+    if not stock:
+        return None, None
+    c = min(stock, key=stock.get)
+    return c, stock[c]
+
+
+def check_rows(kernel, placement, measured, predicted):
+    """Rows: config, measured ms and ratio, predicted ms and ratio, error of the ratio."""
+    _, mbest = stock_best(measured)
+    _, pbest = stock_best({c: predicted[c] for c in measured if predicted.get(c)})
+    rows = []
+    for c, m in measured.items():
+        p = predicted.get(c)
+        mr = m["total"] / mbest if mbest else None
+        pr = p["total"] / pbest if p and pbest else None
+        err = pr / mr - 1 if mr and pr else None
+        rows.append((c, m["total"], mr, p["total"] if p else None, pr, err))
+    return rows
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def main_check(args, out=sys.stdout):
+    from tnbc_bench import md_row, md_rule
+    text = open(args.check).read()
+    opts, d, sections = parse_report(text)
+    nodes, ppn = int(opts.get("-n", 4)), int(opts.get("-p", 2))
+    nbytes, ns_per_kib = int(opts.get("-b", 262144)), float(opts.get("-w", 0))
+    platform = load_platform(args.platform or "testbed-%dx%d-%s" % (nodes, ppn, opts.get("-r")),
+                             args.set or ())
+    exe = exporter()
+    errors = []
+    out.write(md_row(["kernel", "placement", "config", "measured ms", "measured vs stock best",
+                      "predicted ms", "predicted vs stock best", "error"]) + "\n")
+    out.write(md_rule(8) + "\n")
+    for (kernel, placement), measured in sections.items():
+        if args.kernels and kernel not in args.kernels:
+            continue
+        read_s, after_s = kernel_compute(kernel, measured, nbytes, ns_per_kib, d, nodes * ppn,
+                                         platform["costs"])
+        program, _ = kernel_program(kernel, nodes, ppn, placement, nbytes, read_s, after_s)
+        layout = {"nodes": nodes, "ppn": ppn, "placement": placement}
+        predicted = predict(platform, layout, program, list(measured), exe, jobs=args.jobs)
+        for c, mt, mr, pt, pr, err in check_rows(kernel, placement, measured, predicted):
+            if err is not None:
+                errors.append(abs(err))
+            out.write(md_row([kernel, placement, c, "%.1f" % mt, fmt_x(mr), fmt_ms(pt),
+                              fmt_x(pr), "%+.0f%%" % (100 * err) if err is not None else
+                              "not modeled"]) + "\n")
+        out.flush()
+    if errors:
+        out.write("\nRatios checked: %d; error of the ratio to stock's best: median %.0f%%, "
+                  "largest %.0f%%; within 15%%: %d.\n"
+                  % (len(errors), 100 * median(errors), 100 * max(errors),
+                     sum(1 for e in errors if e <= 0.15)))
+    return errors
+
+
+def kernel_compute(kernel, measured, nbytes, ns_per_kib, d, size, costs):
+    """Per-block read time and the computing after the reads, modeled seconds. crc, crcrot and
+    the Bcasts read at the benchmark's rate (NS_PER_KIB of measured time, / D); ft and is
+    compute what stock's best spends outside its collectives (iteration - wait, measured):
+    ft reads by its transpose copy, then the rest; is counts while it reads."""
+    if kernel in ("crc", "crcrot", "bcast", "bcastrot"):
+        return ns_per_kib * 1e-9 * nbytes / 1024 / d, 0.0
+    _, best = stock_best(measured)
+    row = min((r for c, r in measured.items() if c.startswith("stock")),
+              key=lambda r: r["total"])
+    compute = max(0.0, (row["total"] - row["wait"]) * 1e-3)
+    if kernel == "ft":
+        copy = nbytes / costs["copy_rate"]
+        return copy, max(0.0, compute - size * copy)
+    return compute / size, 0.0
+
+
+def fmt_x(v):
+    return "%.2fx" % v if v else "-"
+
+
+def fmt_ms(v):
+    return "%.1f" % (v * 1e3) if v else "-"
