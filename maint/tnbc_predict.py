@@ -3,15 +3,15 @@
 ## replay jobs (maint/tnbc_replay.py, one process each), runs them, and checks them against a
 ## report of maint/bench-kernels. Pure Python apart from the replays, which need SimGrid.
 ##
-## Platform files (JSON, maint/platforms/): rate (payload bytes/s per NIC direction), latency
-## (s, one way), shm_rate, shm_latency, msg_cost (s a message costs its sender), copy_rate and
-## landing_rate (bytes/s: packing, the self block; landing a received piece), wake (s: T-NBC's
-## helper sees a completion that late), fault_cost (s per stalled block beyond the wait),
-## call_cost (s in a T-NBC call besides its edges), answer (s: a paced sender learns of a
-## delivery that late), stock_share and react (the testbed's CPU shares: a rank progressing
-## its own messages gets that share of a link, and notices a completed dependent step that
-## late; 1 and 0 on a core per rank). "scale": D, the factor between the testbed's measured
-## and modeled times, where the costs were measured.
+## Platform files (JSON, maint/platforms/, each cost with its source): rate (payload bytes/s per
+## NIC direction), latency (s per NIC crossing: a route between nodes crosses two), shm_rate,
+## shm_latency, msg_cost (s a message costs its sender), copy_rate and landing_rate (bytes/s:
+## packing, the self block; landing a received piece), wake (s: T-NBC's helper sees a
+## completion that late), fault_cost (s per stalled block beyond the wait), call_cost (s in a
+## T-NBC call besides its edges), answer (s: a paced sender learns of a delivery that late),
+## stock_share and stock_share_single (the testbed's CPU shares: a rank progressing its own
+## messages gets that share of a link, talking to many peers at once or to one at a time; 1 on
+## a core per rank). "scale": D, the factor between the testbed's measured and modeled times.
 ##
 import json
 import os
@@ -27,7 +27,6 @@ REPLAY = os.path.join(HERE, "tnbc_replay.py")
 PYTHON = "/usr/bin/python3"         # Debian's python3-simgrid is built for it only
 
 KERNELS = ("crc", "crcrot", "ft", "is", "bcast", "bcastrot")
-BCAST_SEGMENTS = 4                  # MPIR_CVAR_TNBC_BCAST_SEGMENTS
 SOURCES = ("tnbc_sched_export.c",)
 LIBRARY_SOURCES = ("tnbc_sched.c", "tnbc_sched_reduce.c", "tnbc_priority.c", "tnbc_gain.c",
                    "tnbc_policy.c")
@@ -93,22 +92,51 @@ def bcast_tree_ranks(root, size, node):
     return [r for _, _, r in sorted(slots)]
 
 
+def mean_of_four_cdf(x):
+    """P(mean of four uniforms on [0, 1) <= x): the Irwin-Hall distribution, n = 4."""
+    s = min(max(4.0 * x, 0.0), 4.0)
+    binom = (1, 4, 6, 4, 1)
+    return sum((-1) ** k * binom[k] * (s - k) ** 4 for k in range(int(s) + 1) if s > k) / 24.0
+
+
+def is_counts(nbytes, size):
+    """Bytes rank s sends rank d in the IS kernel: BYTES / 4 x size keys per rank, drawn as the
+    mean of four uniforms (as NPB IS) and bucketed by an even split of the key range."""
+    keys = nbytes // 4 * size
+    share = [mean_of_four_cdf((d + 1) / size) - mean_of_four_cdf(d / size) for d in range(size)]
+    return [[int(round(keys * share[d])) * 4 for d in range(size)] for _ in range(size)]
+
+
 def kernel_program(kernel, nodes, ppn, placement, nbytes, read_s, after_s=0.0):
-    """One iteration: the kernel's collective, read block by block (read_s each), then after_s
-    of computing. IS adds its bucket-size Alltoall (one int per pair) first."""
+    """One iteration: the kernel's collective, read block by block (read_s per block, or per
+    byte with per_byte), then after_s of computing. IS adds its bucket-size Alltoall (one int
+    per pair) first and reads each block in a time proportional to its bytes (read_s: the
+    mean block's)."""
     size = nodes * ppn
     node = [node_of(r, nodes, ppn, placement) for r in range(size)]
     orders = [read_order(kernel, r, size) for r in range(size)]
     blocks = [[(k * nbytes, nbytes) for k in range(size)] for _ in range(size)]
     if kernel.startswith("bcast"):
-        coll = {"op": "bcast", "root": 0, "bytes": nbytes * size, "segments": BCAST_SEGMENTS,
+        # one segment per block, as maint/bench-kernels sets MPIR_CVAR_TNBC_BCAST_SEGMENTS
+        coll = {"op": "bcast", "root": 0, "bytes": nbytes * size, "segments": size,
                 "tree_ranks": bcast_tree_ranks(0, size, node)}
+    elif kernel == "is":
+        counts = is_counts(nbytes, size)
+        # its counts change every iteration, and with them the call site (tnbc_priority.h:
+        # the receive bytes are part of it): the library never knows where its blocks are read
+        coll = {"op": "alltoallv", "counts": counts, "order_unknown": True}
+        blocks = []
+        for r in range(size):
+            offs = [sum(counts[s][r] for s in range(k)) for k in range(size)]
+            blocks.append([(offs[k], counts[k][r]) for k in range(size)])
+        read_s = [[read_s * counts[k][r] / nbytes for k in range(size)] for r in range(size)]
     else:
         coll = {"op": "alltoallv", "counts": [[nbytes] * size for _ in range(size)]}
     coll.update(orders=orders, blocks=blocks, read_s=read_s, after_s=after_s)
     program = [coll]
     if kernel == "is":
-        program.insert(0, {"op": "alltoallv", "counts": [[4] * size for _ in range(size)],
+        program.insert(0, {"op": "alltoallv", "blocking": True,
+                           "counts": [[4] * size for _ in range(size)],
                            "orders": [list(range(size))] * size,
                            "blocks": [[(4 * k, 4) for k in range(size)]] * size, "read_s": 0.0})
     return program, node
@@ -122,6 +150,8 @@ def config_job(config):
     opts = dict(s.split("=", 1) for s in sets if "=" in s)
     if base == "stock" or base.startswith("stock@"):
         return {"config": "stock@" + (base.partition("@")[2] or "default")}
+    if base in ("rewrite", "rewrite@noasync"):
+        return {"config": base}
     if base.endswith("_early"):
         base = base[:-len("_early")]
     if base not in ("fifo", "prio", "prio_noarb", "prio_trace"):
@@ -131,9 +161,15 @@ def config_job(config):
             "pace_bytes": int(opts.get("PACE_BYTES", 0))}
 
 
+REPLAY_TIMEOUT_S = 900
+
+
 def replay(job):
-    out = subprocess.run([PYTHON, REPLAY], input=json.dumps(job), capture_output=True,
-                         text=True)
+    try:
+        out = subprocess.run([PYTHON, REPLAY], input=json.dumps(job), capture_output=True,
+                             text=True, timeout=REPLAY_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("replay of %s took over %d s" % (job["config"], REPLAY_TIMEOUT_S))
     if out.returncode != 0:
         raise RuntimeError("replay failed: %s" % out.stderr.strip()[-2000:])
     its = json.loads(out.stdout)["iterations"]
@@ -145,7 +181,8 @@ def predict(platform, layout, program, configs, exporter_path, iterations=2, job
     todo = {}
     for c in configs:
         settings = config_job(c)
-        if settings is None:
+        if settings is None or (settings["config"].startswith("rewrite") and
+                                any(ph["op"] == "bcast" for ph in program)):
             continue
         todo[c] = dict(settings, platform=platform["costs"], layout=layout, program=program,
                        exporter=exporter_path, iterations=iterations)
@@ -216,19 +253,41 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
-def main_check(args, out=sys.stdout):
+def config_family(config):
+    if config.startswith("stock"):
+        return "stock"
+    return "rewrite" if config.startswith("rewrite") else "T-NBC"
+
+
+def summary(errors):
+    """errors: [(family, |error of the ratio|)] -> one line per family and all."""
+    lines = []
+    for fam in ("T-NBC", "stock", "rewrite", "all"):
+        e = [x for f, x in errors if fam in (f, "all")]
+        if e:
+            lines.append("%s: %d ratios, error median %.0f%%, largest %.0f%%, within 15%%: %d"
+                         % (fam, len(e), 100 * median(e), 100 * max(e),
+                            sum(1 for x in e if x <= 0.15)))
+    return lines
+
+
+def check_report(path, args, out):
+    """Predict every configuration of one bench-kernels report; returns the errors."""
     from tnbc_bench import md_row, md_rule
-    text = open(args.check).read()
-    opts, d, sections = parse_report(text)
+    opts, d, sections = parse_report(open(path).read())
     nodes, ppn = int(opts.get("-n", 4)), int(opts.get("-p", 2))
     nbytes, ns_per_kib = int(opts.get("-b", 262144)), float(opts.get("-w", 0))
-    platform = load_platform(args.platform or "testbed-%dx%d-%s" % (nodes, ppn, opts.get("-r")),
-                             args.set or ())
+    name = args.platform or "testbed-%dx%d-%s" % (nodes, ppn, opts.get("-r"))
+    platform = load_platform(name, args.set or ())
     exe = exporter()
     errors = []
+    out.write("## %s\n\nPlatform `%s`; %d x %d, %d bytes per pair, D = %g.\n\n"
+              % (os.path.relpath(path, os.path.dirname(HERE)), platform["name"], nodes, ppn,
+                 nbytes, d))
     out.write(md_row(["kernel", "placement", "config", "measured ms", "measured vs stock best",
-                      "predicted ms", "predicted vs stock best", "error"]) + "\n")
-    out.write(md_rule(8) + "\n")
+                      "predicted ms", "predicted vs stock best", "error of the ratio",
+                      "error of the time"]) + "\n")
+    out.write(md_rule(9) + "\n")
     for (kernel, placement), measured in sections.items():
         if args.kernels and kernel not in args.kernels:
             continue
@@ -239,16 +298,37 @@ def main_check(args, out=sys.stdout):
         predicted = predict(platform, layout, program, list(measured), exe, jobs=args.jobs)
         for c, mt, mr, pt, pr, err in check_rows(kernel, placement, measured, predicted):
             if err is not None:
-                errors.append(abs(err))
+                errors.append((config_family(c), abs(err)))
             out.write(md_row([kernel, placement, c, "%.1f" % mt, fmt_x(mr), fmt_ms(pt),
                               fmt_x(pr), "%+.0f%%" % (100 * err) if err is not None else
-                              "not modeled"]) + "\n")
+                              "not modeled", "%+.0f%%" % (100 * (pt * 1e3 / mt - 1))
+                              if pt else "-"]) + "\n")
         out.flush()
-    if errors:
-        out.write("\nRatios checked: %d; error of the ratio to stock's best: median %.0f%%, "
-                  "largest %.0f%%; within 15%%: %d.\n"
-                  % (len(errors), 100 * median(errors), 100 * max(errors),
-                     sum(1 for e in errors if e <= 0.15)))
+    out.write("\n" + "".join("- %s\n" % line for line in summary(errors)) + "\n")
+    return errors
+
+
+CHECK_HEADER = """# Predicted on SimGrid against measured on the testbed
+
+Generated by `maint/tnbc-predict %s` (SimGrid 3.32, flow-level CM02 model). Every configuration
+of each maint/bench-kernels report replayed with the report's layout, sizes and read rate on the
+testbed's platform file (maint/platforms/: costs from the calibration runs, none fitted to these
+kernels). T-NBC's schedules come from the library's own builders. Times are modeled ms;
+*error of the ratio* = predicted ratio to stock's best / measured ratio - 1 (the goal: within
+15%%), *error of the time* = predicted / measured iteration - 1; "not modeled": the replay has no
+model of that configuration yet. Predicted figures are labelled predicted.
+
+"""
+
+
+def main_check(args, out=sys.stdout):
+    out.write(CHECK_HEADER % " ".join("--check " + os.path.relpath(p, os.path.dirname(HERE))
+                                      for p in args.check))
+    errors = []
+    for path in args.check:
+        errors += check_report(path, args, out)
+    if len(args.check) > 1:
+        out.write("## Every report\n\n" + "".join("- %s\n" % line for line in summary(errors)))
     return errors
 
 
@@ -275,3 +355,88 @@ def fmt_x(v):
 
 def fmt_ms(v):
     return "%.1f" % (v * 1e3) if v else "-"
+
+
+# ---- the T-NBC paper's configurations (../shared/docs/research-brief.md, section 1) ----
+
+MIB = 1 << 20
+PAPER_CASES = (
+    # label, nodes, ppn, bytes per pair, kernel, the paper's figures
+    ("micro-benchmark, Alltoall 1 MiB per pair, 64 processes", 8, 8, MIB, "micro",
+     {"Tcomm ms": 268.0, "Tinit ms": 60.0}),
+    ("NPB FT class C, 64 processes", 8, 8, MIB // 2, "ft",
+     {"hidden": 0.18, "gain": 0.05}),
+    ("NPB IS class D, 128 processes", 16, 8, MIB // 2, "is",
+     {"hidden": 0.45, "gain": 0.36}),
+)
+PAPER_STOCK = ("stock@scattered", "stock@pairwise")
+PAPER_TNBC = ("fifo", "prio_noarb", "prio")
+
+
+def collective_share(hidden, gain):
+    """The collective's share of the original run time, from the paper's own two figures:
+    T - T / (1 + gain) = hidden x A."""
+    return gain / ((1.0 + gain) * hidden)
+
+
+def paper_case(case, platform, exe, jobs=2):
+    """Predict one case: stock's best and T-NBC's configurations, and the paper's figures
+    derived from them. FT and IS compute as much per iteration as the paper's figures imply
+    (the collective's share of the run), FT transposing each block as it reads it."""
+    label, nodes, ppn, nbytes, kernel, paper = case
+    layout = {"nodes": nodes, "ppn": ppn, "placement": "block"}
+    copy = nbytes / platform["costs"]["copy_rate"]
+    kname = "crc" if kernel == "micro" else kernel
+    program, _ = kernel_program(kname, nodes, ppn, "block", nbytes, copy)
+    stock = predict(platform, layout, program, list(PAPER_STOCK), exe, jobs=jobs)
+    best_c, _ = stock_best(stock)
+    a_stock = stock[best_c]["wait"]
+    if kernel != "micro":
+        share = collective_share(paper["hidden"], paper["gain"])
+        compute = a_stock * (1 - share) / share
+        size = nodes * ppn
+        after = max(0.0, compute - size * copy) if kernel == "ft" else 0.0
+        read = copy if kernel == "ft" else compute / size
+        program, _ = kernel_program(kname, nodes, ppn, "block", nbytes, read, after)
+        stock = predict(platform, layout, program, [best_c], exe, jobs=jobs)
+    tnbc = predict(platform, layout, program, list(PAPER_TNBC), exe, jobs=jobs)
+    base = stock[best_c]
+    rows = []
+    for c, r in tnbc.items():
+        rows.append({"config": c, "Tcomm ms": base["wait"] * 1e3,
+                     "Tinit ms": (r["wait"] - r["stall"]) * 1e3,
+                     "hidden": 1 - r["wait_mean"] / base["wait_mean"],
+                     "gain": base["total"] / r["total"] - 1})
+    return best_c, base, rows
+
+
+def main_paper(args, out=sys.stdout):
+    from tnbc_bench import md_row, md_rule
+    platform = load_platform(args.platform or "paper-ib-40g", args.set or ())
+    exe = exporter()
+    out.write("Predicted on SimGrid 3.32, platform `%s` (%s), beside the T-NBC paper's "
+              "figures (MVAPICH-based T-NBC, measured).\n\n" % (platform["name"],
+                                                                  platform["about"]))
+    out.write(md_row(["case", "stock's best (predicted)", "T-NBC", "Tcomm ms", "Tinit ms",
+                      "hidden", "end to end"]) + "\n" + md_rule(7) + "\n")
+    for case in PAPER_CASES:
+        if args.kernels and case[4] not in args.kernels:
+            continue
+        best_c, base, rows = paper_case(case, platform, exe, args.jobs)
+        paper = case[5]
+        out.write(md_row([case[0], "-", "**paper (measured)**",
+                          fmt_num(paper.get("Tcomm ms")), fmt_num(paper.get("Tinit ms")),
+                          fmt_pct(paper.get("hidden")), fmt_pct(paper.get("gain"), "+")]) + "\n")
+        for r in rows:
+            out.write(md_row(["", best_c, r["config"] + " (predicted)",
+                              fmt_num(r["Tcomm ms"]), fmt_num(r["Tinit ms"]),
+                              fmt_pct(r["hidden"]), fmt_pct(r["gain"], "+")]) + "\n")
+        out.flush()
+
+
+def fmt_num(v):
+    return "%.1f" % v if v is not None else "-"
+
+
+def fmt_pct(v, sign=""):
+    return ("%" + sign + ".0f%%") % (100 * v) if v is not None else "-"

@@ -71,8 +71,9 @@ def export_job_text(coll):
         rows = ["bcast %d %d %d %d %d" % (size, coll["root"], coll["bytes"], coll["segments"],
                                           prio)]
         rows.append(" ".join(str(r) for r in coll["tree_ranks"]))
-    rows += [" ".join(str(b) for b in order) for order in coll.get("piece_orders",
-                                                                   coll["orders"])]
+    if prio:
+        rows += [" ".join(str(b) for b in order) for order in coll.get("piece_orders",
+                                                                       coll["orders"])]
     return "\n".join(rows) + "\n"
 
 
@@ -186,7 +187,7 @@ class Replay:
         self.p = p
         self.iters = job.get("iterations", 2)
         self.results = []           # per iteration: per rank (total, wait, stall)
-        self.handles = []
+        self.handles = {}           # per operation: the receives' payload slots
         self.seq = 0
 
     # platform
@@ -225,14 +226,24 @@ class Replay:
 
     def get(self, seq, src, dst, tag):
         comm, handle = self.mailbox(seq, src, dst, tag).get_async()
-        self.handles.append(handle)     # the comm writes into it: it must outlive the comm
+        self.handles.setdefault(seq, []).append(handle)   # the comm writes into it: keep it
         return comm
 
     # stock algorithms, run by the application itself
+    def rank_progress(self, one_peer):
+        """A rank that progresses its own messages gets this share of a link: the testbed's
+        CPU shares (1 on a core per rank), less when each of its steps talks to one peer at a
+        time (calibrated on pairwise; every stock algorithm but scattered is so), since
+        nothing else fills the link while that peer is held out of its CPU. T-NBC's helper
+        runs apart (1)."""
+        single = self.p.get("stock_share_single", self.p.get("stock_share", 1.0))
+        self.share = single if one_peer else self.p.get("stock_share", 1.0)
+
     def stock_alltoall(self, rank, coll, alg, seq):
         counts = coll["counts"]
         if alg == "default":
             alg = alltoall_default(counts[0][1 % self.size], self.size)
+        self.rank_progress(alg != "scattered")
         if counts[rank][rank]:
             this_actor.sleep_for(counts[rank][rank] / self.p["copy_rate"])
         for sends, recvs, copy in alltoall_steps(alg, rank, counts):
@@ -241,12 +252,12 @@ class Replay:
             comms = [self.get(seq, src, rank, 0) for src, _ in recvs]
             comms += [self.put(seq, rank, dst, 0, b) for dst, b in sends]
             Comm.wait_all(comms)
-            self.react()
 
     def stock_bcast(self, rank, coll, alg, seq):
         n, root = coll["bytes"], coll["root"]
         if alg == "default":
             alg = bcast_default(n, self.size, self.nodes)
+        self.rank_progress(True)
         if alg == "smp":
             self.bcast_smp(rank, coll, seq)
         elif alg == "binomial":
@@ -263,10 +274,8 @@ class Replay:
         par = binomial_parent(vr)
         if par >= 0:
             self.get(seq, group[(par + group.index(root)) % size], rank, tag).wait()
-            self.react()
-        comms = [self.put(seq, rank, group[(c + group.index(root)) % size], tag, n)
-                 for c in binomial_children(vr, size)]
-        Comm.wait_all(comms)
+        for c in binomial_children(vr, size):      # MPIC_Send: one child after another
+            self.put(seq, rank, group[(c + group.index(root)) % size], tag, n).wait()
 
     def bcast_smp(self, rank, coll, seq):
         n, root = coll["bytes"], coll["root"]
@@ -294,16 +303,13 @@ class Replay:
             return min(mask if v else size, size - v)
         if par >= 0:
             self.get(seq, real(par), rank, 0).wait()
-            self.react()
-        comms = [self.put(seq, rank, real(c), 0, min(n, span(c) * chunk))
-                 for c in binomial_children(vr, size)]
-        Comm.wait_all(comms)
+        for c in binomial_children(vr, size):      # MPIC_Send: one child after another
+            self.put(seq, rank, real(c), 0, min(n, span(c) * chunk)).wait()
         if alg == "scatter_ring_allgather":
             left, right = real((vr - 1) % size), real((vr + 1) % size)
             for _ in range(size - 1):
                 Comm.wait_all([self.get(seq, left, rank, 1), self.put(seq, rank, right, 1,
                                                                           chunk)])
-                self.react()
         else:
             mask = 1
             while mask < size:
@@ -311,13 +317,36 @@ class Replay:
                 if peer < size:
                     Comm.wait_all([self.get(seq, real(peer), rank, 1),
                                    self.put(seq, rank, real(peer), 1, chunk * mask)])
-                    self.react()
                 mask <<= 1
 
-    def react(self):
-        """A blocked rank notices its step is done (the testbed's CPU shares: see platform)."""
-        if self.p.get("react", 0) > 0:
-            this_actor.sleep_for(self.p["react"])
+    def rewrite_exchange(self, rank, ph, seq):
+        """The user's rewrite (tnbc_kernels.c, TNBC_KERNELS_P2P): MPI_Irecv from every rank,
+        MPI_Isend to every rank in ring order, then MPI_Wait for each block right before it is
+        read. rewrite: MPICH's progress thread moves the messages meanwhile (a rank
+        progressing its own: stock_share); rewrite@noasync: a message moves only once its
+        receiver waits for it. Returns the time spent waiting."""
+        if ph["op"] != "alltoallv":
+            raise ValueError("the rewrite is modeled for Alltoall(v) only")
+        counts, size = ph["counts"], self.size
+        self.rank_progress(False)
+        lazy = self.config == "rewrite@noasync"
+        waited = 0.0
+        recvs = {} if lazy else {s: self.get(seq, s, rank, 0) for s in range(size) if s != rank}
+        sends = [self.put(seq, rank, (rank + k) % size, 0, counts[rank][(rank + k) % size])
+                 for k in range(1, size)]
+        for b in ph["orders"][rank]:
+            t = Engine.clock
+            if b == rank:
+                this_actor.sleep_for(counts[rank][rank] / self.p["copy_rate"])
+            else:
+                c = recvs.get(b) or self.get(seq, b, rank, 0)
+                c.wait()
+            waited += Engine.clock - t
+            this_actor.sleep_for(value_of(ph["read_s"], rank, b) * self.p.get("async_slowdown",
+                                                                                1.0))
+        t = Engine.clock
+        Comm.wait_all(sends)
+        return waited + Engine.clock - t
 
     # T-NBC
     def tnbc_helper(self, rank, sched, seq, state):
@@ -346,7 +375,7 @@ class Replay:
                 if e["kind"] == "send":
                     remote = self.node[e["peer"]] != self.node[rank]
                     if pace and body(e) and remote:
-                        pace.request(rank, e, state["urgency"](rank, e))
+                        pace.request(rank, e, state["urgency"](rank, e), seq)
                         posted.add(i)
                         continue
                     posted.add(i)
@@ -416,9 +445,7 @@ class Replay:
         job = self.job
         self.program = job["program"]
         self.config = job["config"]
-        # a rank that progresses its own messages reaches this share of a link (the testbed's
-        # CPU shares; 1 on a core per rank); T-NBC's helper runs apart
-        self.share = self.p.get("stock_share", 1.0) if self.config.startswith("stock") else 1.0
+        self.share = 1.0
         self.schedules = {}
         if self.config.startswith("tnbc"):
             for k, ph in enumerate(self.program):
@@ -432,7 +459,7 @@ class Replay:
         pace_bytes, arbitration = job.get("pace_bytes", 0), job.get("arbitration", False)
         if self.config.startswith("tnbc") and (pace_bytes > 0 or arbitration):
             self.pace = Pacer(self, pace_bytes, self.p.get("answer", 0.0) if pace_bytes else 0.0,
-                              by_node=arbitration, turns=arbitration and not pace_bytes)
+                              turns=arbitration)
         self.helpers = {}
         for r in range(self.size):
             host = self.hosts[self.node[r]]
@@ -446,7 +473,7 @@ class Replay:
 
     def tnbc_schedules(self, ph):
         coll = dict(ph)
-        coll["priorities"] = self.job.get("priorities", False)
+        coll["priorities"] = self.job.get("priorities", False) and not ph.get("order_unknown")
         if coll["op"] == "bcast":
             # piece order from the block order: a piece goes when the first block it overlaps
             # is read (the edges first anyway)
@@ -482,8 +509,9 @@ class Replay:
     def app_iterations(self, rank):
         for it in range(self.iters):
             self.barrier.wait()
-            if rank == 0:
-                self.handles = []       # every receive of the last iteration has completed
+            if rank == 0:               # every receive of the last iteration has completed
+                for old in [q for q in self.handles if q < it * len(self.program)]:
+                    del self.handles[old]
             t0, wait, stall = Engine.clock, 0.0, 0.0
             for k, ph in enumerate(self.program):
                 if ph["op"] == "compute":
@@ -491,18 +519,21 @@ class Replay:
                     continue
                 seq = it * len(self.program) + k
                 t = Engine.clock
-                if self.config.startswith("stock"):
-                    alg = self.config.partition("@")[2] or "default"
+                if self.config.startswith("rewrite") and not ph.get("blocking"):
+                    wait += self.rewrite_exchange(rank, ph, seq)
+                elif self.config.startswith("tnbc"):
+                    w, st = self.tnbc_call(rank, ph, k, seq)
+                    wait, stall = wait + w, stall + st
+                else:
+                    alg = self.config.partition("@")[2] if self.config.startswith("stock") \
+                        else ""
                     if ph["op"] == "alltoallv":
-                        self.stock_alltoall(rank, ph, alg, seq)
+                        self.stock_alltoall(rank, ph, alg or "default", seq)
                     else:
-                        self.stock_bcast(rank, ph, alg, seq)
+                        self.stock_bcast(rank, ph, alg or "default", seq)
                     wait += Engine.clock - t
                     for b in ph["orders"][rank]:
                         this_actor.sleep_for(value_of(ph["read_s"], rank, b))
-                else:
-                    w, st = self.tnbc_call(rank, ph, k, seq)
-                    wait, stall = wait + w, stall + st
                 this_actor.sleep_for(value_of(ph.get("after_s", 0.0), rank))
             self.record(it, rank, Engine.clock - t0, wait, stall)
 
@@ -540,7 +571,8 @@ class Replay:
                     waiting.pop(b).release()
 
         order = ph["orders"]
-        state = {"landed": landed, "pace": self.pace if ph["op"] == "alltoallv" else None,
+        paced = ph["op"] == "alltoallv" and not ph.get("order_unknown")
+        state = {"landed": landed, "pace": self.pace if paced else None,
                  "urgency": lambda r, e: order[e["peer"]].index(r)}
         self.work[rank].append((sched, seq, state))
         self.work_sem[rank].release()
@@ -585,58 +617,70 @@ def value_of(v, rank, block=None):
 
 
 class Pacer:
-    """Bodies for other nodes held back: per group (a node when its ranks take turns, else a
-    rank), at most window bytes in flight, most urgent first (window 0: no limit). With turns
-    (node arbitration without pacing) a rank sends only while no rank of its node with a more
-    urgent position (its most urgent block's) still has bodies queued or in flight."""
+    """Bodies for other nodes held back (tnbc_flow.c, tnbc_node.c). Pacing: a process keeps at
+    most window bytes of them undelivered (at least one body), most urgent first, and learns
+    of a delivery answer seconds after it. Node turns (arbitration): a process holds its
+    bodies while a node peer in the same operation with a more urgent position (that of its
+    most urgent undelivered body; ties: the lower rank) has bodies undelivered."""
 
-    def __init__(self, replay, window, answer, by_node=True, turns=False):
+    def __init__(self, replay, window, answer, turns):
         self.r = replay
         self.window, self.answer, self.turns = window, answer, turns
         self.poll_s = max(answer, 1e-5) if answer > 0 else 1e-4
-        self.group = (lambda r: replay.node[r]) if by_node else (lambda r: r)
-        groups = set(self.group(r) for r in range(replay.size))
-        self.queue = {n: [] for n in groups}
-        self.bytes = {n: 0 for n in groups}
-        self.out = {r: [] for r in range(replay.size)}
-        self.left = {r: 0 for r in range(replay.size)}      # bodies queued or in flight
-        self.pos = {r: None for r in range(replay.size)}
-        self.pending = {n: [] for n in groups}   # (time the sender knows, bytes)
+        ranks = range(replay.size)
+        self.queue = {r: [] for r in ranks}        # held: (urgency, index, entry)
+        self.flying = {r: {} for r in ranks}       # undelivered, sent: index -> urgency
+        self.bytes = {r: 0 for r in ranks}         # in flight as the sender knows it
+        self.known = {r: [] for r in ranks}        # (time the sender learns, bytes)
+        self.out = {r: [] for r in ranks}
+        self.op = {}
 
-    def request(self, rank, e, urgency):
-        n = self.group(rank)
-        self.left[rank] += 1
-        if self.pos[rank] is None or urgency < self.pos[rank]:
-            self.pos[rank] = urgency
-        self.queue[n].append((urgency, rank, e["index"], e))
-        self.queue[n].sort(key=lambda q: q[:3])
-        self.dispatch(n)
+    def request(self, rank, e, urgency, seq):
+        if self.op.get(rank) != seq:
+            self.op[rank] = seq
+        self.queue[rank].append((urgency, e["index"], e))
+        self.queue[rank].sort(key=lambda q: q[:2])
+        self.dispatch_node(rank)
+
+    def position(self, rank):
+        urg = [q[0] for q in self.queue[rank]] + list(self.flying[rank].values())
+        return min(urg) if urg else None
 
     def may_send(self, rank):
         if not self.turns:
             return True
-        mine = (self.pos[rank], rank)
-        return not any(self.left[q] and (self.pos[q], q) < mine for q in self.left
-                       if q != rank and self.group(q) == self.group(rank))
-
-    def dispatch(self, n):
-        now = Engine.clock
-        for t, b in list(self.pending[n]):
-            if t <= now:
-                self.pending[n].remove((t, b))
-                self.bytes[n] -= b
-        for q in list(self.queue[n]):
-            _, rank, _, e = q
-            if not self.may_send(rank):
+        mine = (self.position(rank), rank)
+        node, op = self.r.node[rank], self.op.get(rank)
+        for q in range(self.r.size):
+            if q == rank or self.r.node[q] != node or self.op.get(q) != op:
                 continue
-            if self.window and self.bytes[n] and self.bytes[n] + e["len"] > self.window:
+            pos = self.position(q)
+            if pos is not None and (pos, q) < mine:
+                return False
+        return True
+
+    def dispatch(self, rank):
+        now = Engine.clock
+        for t, b in list(self.known[rank]):
+            if t <= now:
+                self.known[rank].remove((t, b))
+                self.bytes[rank] -= b
+        while self.queue[rank] and self.may_send(rank):
+            urgency, index, e = self.queue[rank][0]
+            if self.window and self.bytes[rank] and self.bytes[rank] + e["len"] > self.window:
                 break
-            self.queue[n].remove(q)
-            self.bytes[n] += e["len"]
+            self.queue[rank].pop(0)
+            self.bytes[rank] += e["len"]
+            self.flying[rank][index] = urgency
             self.out[rank].append(e)
 
+    def dispatch_node(self, rank):
+        for q in range(self.r.size):
+            if self.r.node[q] == self.r.node[rank]:
+                self.dispatch(q)
+
     def granted(self, rank):
-        self.dispatch(self.group(rank))
+        self.dispatch_node(rank)
         out, self.out[rank] = self.out[rank], []
         return out
 
@@ -644,13 +688,9 @@ class Pacer:
         this_actor.sleep_for(self.poll_s)
 
     def delivered(self, rank, e):
-        n = self.group(rank)
-        self.left[rank] -= 1
-        if self.left[rank] == 0:
-            self.pos[rank] = None
-        self.pending[n].append((Engine.clock + self.answer, e["len"]))
-        self.dispatch(n)
-
+        self.flying[rank].pop(e["index"], None)
+        self.known[rank].append((Engine.clock + self.answer, e["len"]))
+        self.dispatch_node(rank)
 
 def main():
     job = json.load(sys.stdin)

@@ -13,9 +13,9 @@
  *                                          the order rank r reads their blocks)
  *   bcast SIZE ROOT NBYTES NSEG PRIORITIES then the tree's order of ranks (SIZE ranks, the
  *                                          root first), then SIZE access orders of the pieces
- * With PRIORITIES 0 no order reaches the builder (ring order, first in first out); with 1 each
- * rank posts its receives in its access order and its sends in its readers' (the steady state
- * of online learning, where every reader's order has been reported).
+ * With PRIORITIES 0 no order reaches the builder (ring order, first in first out) and none is
+ * read; with 1 each rank posts its receives in its access order and its sends in its readers'
+ * (the steady state of online learning, where every reader's order has been reported).
  *
  * Prints, per rank:
  *   rank R ENTRIES BODY_PRIO BODY_WINDOW
@@ -80,9 +80,9 @@ static int export_alltoallv(void)
     for (size_t i = 0; i < n * n; i++)
         if (scanf("%zu", &counts[i]) != 1)
             return 1;
-    if (!read_ints(orders, size * size))
+    if (prio && !read_ints(orders, size * size))
         return 1;
-    for (int r = 0; r < size; r++)
+    for (int r = 0; prio && r < size; r++)
         positions(&orders[r * n], size, &pos[r * n]);
     for (int r = 0; r < size; r++) {
         size_t at = 0;
@@ -98,7 +98,7 @@ static int export_alltoallv(void)
             at += rb[p];
         }
         for (int p = 0; p < size; p++)
-            reader_pos[p] = pos[p * n + r];     /* where reader p reads our block */
+            reader_pos[p] = prio ? pos[p * n + r] : -1; /* where reader p reads our block */
         MPIR_Tnbc_send_order_by_readers(reader_pos, r, size, send_pos);
         MPIR_Tnbc_sched_t s;
         MPIR_Tnbc_sched_init(&s);
@@ -125,9 +125,9 @@ static int export_bcast(void)
     int *ranks = malloc((size_t) size * sizeof(int));
     int *orders = malloc((size_t) size * npieces * sizeof(int));
     int *pos = malloc((size_t) size * npieces * sizeof(int));
-    if (!read_ints(ranks, size) || !read_ints(orders, size * npieces))
+    if (!read_ints(ranks, size) || (prio && !read_ints(orders, size * npieces)))
         return 1;
-    for (int r = 0; r < size; r++)
+    for (int r = 0; prio && r < size; r++)
         positions(&orders[r * npieces], npieces, &pos[r * npieces]);
     for (int r = 0; r < size; r++) {
         int parent, children[MPIR_TNBC_BCAST_MAX_CHILDREN];
