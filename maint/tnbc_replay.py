@@ -360,10 +360,10 @@ class Replay:
         def ready(e):
             return all(d < 0 or d in done for d in (e["after"], e["after2"]))
 
+        unposted = list(order)
+
         def post_ready():
-            for i in order:
-                if i in posted:
-                    continue
+            for i in list(unposted):
                 e = entries[i]
                 if not ready(e):
                     continue
@@ -383,6 +383,7 @@ class Replay:
                     continue
                 posted.add(i)
                 inflight.append((self.get(seq, e["peer"], rank, e["tag"]), e))
+            unposted[:] = [j for j in unposted if j not in posted]
 
         # one connection per pair of processes (TCP, an endpoint's ordered lane): the
         # messages to one peer leave one after another, in posting order
@@ -406,6 +407,7 @@ class Replay:
                 state["landed"](rank, e)
 
         post_ready()
+        idle_since = [Engine.clock]     # completions before this need no new wake-up
         while len(done) < len(entries):
             granted = pace.granted(rank) if pace else []
             for e in granted:
@@ -421,24 +423,20 @@ class Replay:
                 if i < 0:
                     continue
             else:
-                Comm.wait_any(comms)
-            if self.p["wake"] > 0:
-                this_actor.sleep_for(self.p["wake"])
-            still = []
-            for c, e in inflight:
-                if c.test():
-                    if e["kind"] == "recv" and e["sub"] >= 0:
-                        this_actor.sleep_for(e["len"] / self.p["landing_rate"])
-                    if pace and e["kind"] == "send" and body(e) and \
-                            self.node[e["peer"]] != self.node[rank]:
-                        pace.delivered(rank, e)
-                    if e["kind"] == "send":
-                        sent(e)
-                    finish(e)
-                else:
-                    still.append((c, e))
-            inflight[:] = still
+                i = Comm.wait_any(comms)
+            if self.p["wake"] > 0 and Engine.clock > idle_since[0]:
+                this_actor.sleep_for(self.p["wake"])    # it slept: the wake-up costs
+            c, e = inflight.pop(i)
+            if e["kind"] == "recv" and e["sub"] >= 0:
+                this_actor.sleep_for(e["len"] / self.p["landing_rate"])
+            if pace and e["kind"] == "send" and body(e) and \
+                    self.node[e["peer"]] != self.node[rank]:
+                pace.delivered(rank, e)
+            if e["kind"] == "send":
+                sent(e)
+            finish(e)
             post_ready()
+            idle_since[0] = Engine.clock
 
     # the application
     def run(self):
@@ -493,6 +491,19 @@ class Replay:
             coll["piece_orders"] = orders
         return export(self.job["exporter"], coll)
 
+    def call_cost(self, rank, ph):
+        """What a T-NBC call spends before its edges: a fixed part, the receive buffer's guard,
+        and the send buffer's copy (up to MPIR_CVAR_TNBC_SEND_COPY_MAX) or guard."""
+        if ph["op"] == "alltoallv":
+            sent, received = sum(ph["counts"][rank]), sum(ln for _, ln in ph["blocks"][rank])
+        else:
+            sent = ph["bytes"] if rank == ph["root"] else 0
+            received = 0 if rank == ph["root"] else ph["bytes"]
+        mib, p = 1 << 20, self.p
+        guard, copy = p.get("guard_s_per_mib", 0.0), p.get("send_copy_s_per_mib", 0.0)
+        send = copy if sent <= p.get("send_copy_max", 0) else guard
+        return p["call_cost"] + (received * guard + sent * send) / mib
+
     def helper_main(self, rank):
         while True:
             self.work_sem[rank].acquire()
@@ -540,7 +551,7 @@ class Replay:
     def tnbc_call(self, rank, ph, k, seq):
         sched = self.schedules[k][rank]
         t = Engine.clock
-        this_actor.sleep_for(self.p["call_cost"])
+        this_actor.sleep_for(self.call_cost(rank, ph))
         blocks = ph["blocks"][rank]
         need = [0] * len(blocks)
         piece_blocks = {}
