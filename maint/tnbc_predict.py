@@ -13,6 +13,7 @@
 ## messages gets that share of a link, talking to many peers at once or to one at a time; 1 on
 ## a core per rank). "scale": D, the factor between the testbed's measured and modeled times.
 ##
+import hashlib
 import json
 import os
 import re
@@ -51,19 +52,25 @@ def load_platform(name_or_path, overrides=()):
 # ---- the schedule exporter, built from the library's own sources ----
 
 def exporter(cache=None):
+    """The exporter built from this tree's sources (cached by their contents)."""
     top = os.path.dirname(HERE)
     tnbc = os.path.join(top, "src", "mpi", "coll", "tnbc")
     srcs = [os.path.join(HERE, s) for s in SOURCES] + \
         [os.path.join(tnbc, s) for s in LIBRARY_SOURCES]
+    digest = hashlib.sha1()
+    for path in srcs + [os.path.join(tnbc, h) for h in sorted(os.listdir(tnbc))
+                        if h.endswith(".h")]:
+        with open(path, "rb") as f:
+            digest.update(f.read())
     cache = cache or os.path.join(os.environ.get("XDG_CACHE_HOME",
                                                  os.path.expanduser("~/.cache")), "mpich-tnbc")
     os.makedirs(cache, exist_ok=True)
-    exe = os.path.join(cache, "tnbc-sched-export")
-    newest = max(os.path.getmtime(s) for s in srcs + [os.path.join(tnbc, "tnbc_sched.h")])
-    if not os.path.exists(exe) or os.path.getmtime(exe) < newest:
-        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-I", tnbc, "-o", exe + ".tmp"] +
-                       srcs, check=True)
-        os.replace(exe + ".tmp", exe)
+    exe = os.path.join(cache, "tnbc-sched-export-" + digest.hexdigest()[:16])
+    if not os.path.exists(exe):
+        tmp = "%s.%d" % (exe, os.getpid())
+        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-I", tnbc, "-o", tmp] + srcs,
+                       check=True)
+        os.replace(tmp, exe)
     return exe
 
 
@@ -301,7 +308,8 @@ def check_report(path, args, out):
                 errors.append((config_family(c), abs(err)))
             out.write(md_row([kernel, placement, c, "%.1f" % mt, fmt_x(mr), fmt_ms(pt),
                               fmt_x(pr), "%+.0f%%" % (100 * err) if err is not None else
-                              "not modeled", "%+.0f%%" % (100 * (pt * 1e3 / mt - 1))
+                              "no stock row" if pt else "not modeled",
+                              "%+.0f%%" % (100 * (pt * 1e3 / mt - 1))
                               if pt else "-"]) + "\n")
         out.flush()
     out.write("\n" + "".join("- %s\n" % line for line in summary(errors)) + "\n")
@@ -316,7 +324,8 @@ testbed's platform file (maint/platforms/: costs from the calibration runs, none
 kernels). T-NBC's schedules come from the library's own builders. Times are modeled ms;
 *error of the ratio* = predicted ratio to stock's best / measured ratio - 1 (the goal: within
 15%%), *error of the time* = predicted / measured iteration - 1; "not modeled": the replay has no
-model of that configuration yet. Predicted figures are labelled predicted.
+model of that configuration yet; "no stock row": the report has no stock configuration to take
+a ratio to. Predicted figures are labelled predicted.
 
 """
 
