@@ -194,7 +194,7 @@ class Replay:
     def build(self):
         e = Engine(["tnbc-replay", "--cfg=network/model:CM02",
                     "--cfg=network/crosstraffic:0", "--log=root.thres:critical",
-                    "--cfg=network/TCP-gamma:0"])
+                    "--cfg=network/TCP-gamma:0"] + self.job.get("simgrid_cfg", []))
         z = NetZone.create_star_zone("cluster")
         self.hosts = []
         for n in range(self.nodes):
