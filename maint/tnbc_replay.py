@@ -21,6 +21,8 @@
 ##               each received piece at LANDING_RATE. With a pace window, each node keeps at
 ##               most that many body bytes in flight to other nodes, most urgent first (the
 ##               reader's position), a sender learning of a delivery ANSWER seconds after it.
+## Job keys: platform (costs), layout, program, config, iterations, priorities, arbitration,
+## pace_bytes, exporter (maint/tnbc_sched_export.c built), simgrid_cfg (extra --cfg=... options).
 ## The result: per iteration, the largest and mean over ranks of the iteration time, the wait
 ## (in the collective plus stalled) and the stall.
 ##
