@@ -7,20 +7,21 @@
 ## each node behind one full-duplex NIC of RATE payload bytes per second and LATENCY seconds
 ## each way; ranks of one node reach each other over a shared-memory link (SHM_RATE,
 ## SHM_LATENCY). Every message costs its sender MSG_COST seconds of its own time before it
-## leaves. Sends are eager (the testbed runs UCX_RNDV_THRESH=inf): a message moves as soon as it
-## is posted, whether or not its receive is.
+## leaves, and moves once its receive is posted too (every algorithm here posts its receives
+## first or at once, so this is the testbed's eager protocol, UCX_RNDV_THRESH=inf).
 ##
 ## The program, per iteration and rank: a barrier, then its phases: compute, or a collective
 ## followed by reading its blocks, one by one in the rank's order, each taking its read time.
 ## Each collective runs as one configuration:
 ##   stock@ALG   MPICH 4.0.2's algorithm ALG, blocking: the application reads after it returns
+##   rewrite     MPI_Irecv / MPI_Isend of every block, MPI_Wait before each read
 ##   tnbc        T-NBC: the schedules of the library's own builders (maint/tnbc_sched_export.c),
-##               posted by a helper per rank in the library's order; the call returns once the
-##               edge pieces are in; a block read before it has landed stalls until it has,
-##               plus the fault's cost. The helper sees completions WAKE seconds late and lands
-##               each received piece at LANDING_RATE. With a pace window, each node keeps at
-##               most that many body bytes in flight to other nodes, most urgent first (the
-##               reader's position), a sender learning of a delivery ANSWER seconds after it.
+##               posted by a helper per rank in the library's order, one connection per pair of
+##               processes (messages to a peer leave in posting order); the call returns once
+##               the edge pieces are in (after guarding and copying, call_cost); a block read
+##               before it has landed stalls until it has, plus the fault's cost. The helper
+##               sees a completion WAKE seconds late when it was idle and lands each received
+##               piece at LANDING_RATE. Pacing and node turns: class Pacer.
 ## Job keys: platform (costs), layout, program, config, iterations, priorities, arbitration,
 ## pace_bytes, exporter (maint/tnbc_sched_export.c built), simgrid_cfg (extra --cfg=... options).
 ## The result: per iteration, the largest and mean over ranks of the iteration time, the wait
@@ -190,7 +191,6 @@ class Replay:
         self.iters = job.get("iterations", 2)
         self.results = []           # per iteration: per rank (total, wait, stall)
         self.handles = {}           # per operation: the receives' payload slots
-        self.seq = 0
 
     # platform
     def build(self):
@@ -217,8 +217,7 @@ class Replay:
         return e
 
     def mailbox(self, seq, src, dst, tag):
-        m = Mailbox.by_name("%d:%d>%d:%d" % (seq, src, dst, tag))
-        return m
+        return Mailbox.by_name("%d:%d>%d:%d" % (seq, src, dst, tag))
 
     def put(self, seq, src, dst, tag, nbytes):
         if self.p["msg_cost"] > 0:
@@ -460,12 +459,11 @@ class Replay:
         if self.config.startswith("tnbc") and (pace_bytes > 0 or arbitration):
             self.pace = Pacer(self, pace_bytes, self.p.get("answer", 0.0) if pace_bytes else 0.0,
                               turns=arbitration)
-        self.helpers = {}
         for r in range(self.size):
-            host = self.hosts[self.node[r]]
             if self.config.startswith("tnbc"):
-                self.helpers[r] = Actor.create("helper%d" % r, host, self.helper_main, r)
-                self.helpers[r].daemonize()
+                helper = Actor.create("helper%d" % r, self.hosts[self.node[r]], self.helper_main,
+                                      r)
+                helper.daemonize()      # it waits for work for ever; the ranks end the run
         for r in range(self.size):
             Actor.create("rank%d" % r, self.hosts[self.node[r]], self.app_main, r)
         e.run()
