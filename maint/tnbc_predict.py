@@ -348,7 +348,6 @@ def kernel_compute(kernel, measured, nbytes, ns_per_kib, d, size, costs):
     ft reads by its transpose copy, then the rest; is counts while it reads."""
     if kernel in ("crc", "crcrot", "bcast", "bcastrot"):
         return ns_per_kib * 1e-9 * nbytes / 1024 / d, 0.0
-    _, best = stock_best(measured)
     row = min((r for c, r in measured.items() if c.startswith("stock")),
               key=lambda r: r["total"])
     compute = max(0.0, (row["total"] - row["wait"]) * 1e-3)

@@ -222,7 +222,7 @@ class Replay:
     def put(self, seq, src, dst, tag, nbytes):
         if self.p["msg_cost"] > 0:
             this_actor.sleep_for(self.p["msg_cost"])
-        wire = nbytes / self.share if self.node[src] != self.node[dst] else nbytes
+        wire = nbytes / self.share[src] if self.node[src] != self.node[dst] else nbytes
         return self.mailbox(seq, src, dst, tag).put_async(None, max(1, int(wire)))
 
     def get(self, seq, src, dst, tag):
@@ -231,20 +231,20 @@ class Replay:
         return comm
 
     # stock algorithms, run by the application itself
-    def rank_progress(self, one_peer):
+    def rank_progress(self, rank, one_peer):
         """A rank that progresses its own messages gets this share of a link: the testbed's
         CPU shares (1 on a core per rank), less when each of its steps talks to one peer at a
         time (calibrated on pairwise; every stock algorithm but scattered is so), since
         nothing else fills the link while that peer is held out of its CPU. T-NBC's helper
         runs apart (1)."""
         single = self.p.get("stock_share_single", self.p.get("stock_share", 1.0))
-        self.share = single if one_peer else self.p.get("stock_share", 1.0)
+        self.share[rank] = single if one_peer else self.p.get("stock_share", 1.0)
 
     def stock_alltoall(self, rank, coll, alg, seq):
         counts = coll["counts"]
         if alg == "default":
             alg = alltoall_default(counts[0][1 % self.size], self.size)
-        self.rank_progress(alg != "scattered")
+        self.rank_progress(rank, alg != "scattered")
         if counts[rank][rank]:
             this_actor.sleep_for(counts[rank][rank] / self.p["copy_rate"])
         for sends, recvs, copy in alltoall_steps(alg, rank, counts):
@@ -258,7 +258,7 @@ class Replay:
         n, root = coll["bytes"], coll["root"]
         if alg == "default":
             alg = bcast_default(n, self.size, self.nodes)
-        self.rank_progress(True)
+        self.rank_progress(rank, True)
         if alg == "smp":
             self.bcast_smp(rank, coll, seq)
         elif alg == "binomial":
@@ -329,7 +329,7 @@ class Replay:
         if ph["op"] != "alltoallv":
             raise ValueError("the rewrite is modeled for Alltoall(v) only")
         counts, size = ph["counts"], self.size
-        self.rank_progress(False)
+        self.rank_progress(rank, False)
         lazy = self.config == "rewrite@noasync"
         waited = 0.0
         recvs = {} if lazy else {s: self.get(seq, s, rank, 0) for s in range(size) if s != rank}
@@ -444,7 +444,7 @@ class Replay:
         job = self.job
         self.program = job["program"]
         self.config = job["config"]
-        self.share = 1.0
+        self.share = [1.0] * self.size     # per rank: set by the algorithm it runs now
         self.schedules = {}
         if self.config.startswith("tnbc"):
             for k, ph in enumerate(self.program):
@@ -639,6 +639,7 @@ class Pacer:
         self.window, self.answer, self.turns = window, answer, turns
         self.poll_s = max(answer, 1e-5) if answer > 0 else 1e-4
         ranks = range(replay.size)
+        self.peers = {r: [q for q in ranks if replay.node[q] == replay.node[r]] for r in ranks}
         self.queue = {r: [] for r in ranks}        # held: (urgency, index, entry)
         self.flying = {r: {} for r in ranks}       # undelivered, sent: index -> urgency
         self.bytes = {r: 0 for r in ranks}         # in flight as the sender knows it
@@ -661,9 +662,9 @@ class Pacer:
         if not self.turns:
             return True
         mine = (self.position(rank), rank)
-        node, op = self.r.node[rank], self.op.get(rank)
-        for q in range(self.r.size):
-            if q == rank or self.r.node[q] != node or self.op.get(q) != op:
+        op = self.op.get(rank)
+        for q in self.peers[rank]:
+            if q == rank or self.op.get(q) != op:
                 continue
             pos = self.position(q)
             if pos is not None and (pos, q) < mine:
@@ -686,9 +687,8 @@ class Pacer:
             self.out[rank].append(e)
 
     def dispatch_node(self, rank):
-        for q in range(self.r.size):
-            if self.r.node[q] == self.r.node[rank]:
-                self.dispatch(q)
+        for q in self.peers[rank]:
+            self.dispatch(q)
 
     def granted(self, rank):
         self.dispatch_node(rank)

@@ -56,6 +56,17 @@ static void print_sched(int rank, const MPIR_Tnbc_sched_t * s)
     free(block);
 }
 
+/* Print what a builder made for rank (rc: its result) and free it; nonzero when it failed. */
+static int emit_sched(int rank, MPIR_Tnbc_sched_t * s, int rc, const char *what)
+{
+    if (rc == MPIR_TNBC_SCHED_OK)
+        print_sched(rank, s);
+    else
+        fprintf(stderr, "tnbc_sched_export: %s builder failed (%d)\n", what, rc);
+    MPIR_Tnbc_sched_free(s);
+    return rc != MPIR_TNBC_SCHED_OK;
+}
+
 /* pos[b] = where the reader reads block b, from the blocks in reading order */
 static void positions(const int *blocks, int n, int *pos)
 {
@@ -105,12 +116,8 @@ static int export_alltoallv(void)
         int rc = MPIR_Tnbc_sched_alltoallv_ordered(&s, r, size, sb, so, rb, ro,
                                                    prio ? &pos[r * n] : NULL,
                                                    prio ? send_pos : NULL, reports);
-        if (rc != MPIR_TNBC_SCHED_OK) {
-            fprintf(stderr, "tnbc_sched_export: alltoallv builder failed (%d)\n", rc);
+        if (emit_sched(r, &s, rc, "alltoallv"))
             return 1;
-        }
-        print_sched(r, &s);
-        MPIR_Tnbc_sched_free(&s);
     }
     return 0;
 }
@@ -141,12 +148,8 @@ static int export_bcast(void)
         MPIR_Tnbc_sched_t s;
         MPIR_Tnbc_sched_init(&s);
         int rc = MPIR_Tnbc_sched_bcast(&s, r, size, root, nbytes, nseg, &order);
-        if (rc != MPIR_TNBC_SCHED_OK) {
-            fprintf(stderr, "tnbc_sched_export: bcast builder failed (%d)\n", rc);
+        if (emit_sched(r, &s, rc, "bcast"))
             return 1;
-        }
-        print_sched(r, &s);
-        MPIR_Tnbc_sched_free(&s);
     }
     return 0;
 }
