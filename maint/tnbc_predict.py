@@ -25,12 +25,14 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLATFORMS = os.path.join(HERE, "platforms")
 REPLAY = os.path.join(HERE, "tnbc_replay.py")
+NODE_REPLAY = os.path.join(HERE, "tnbc_node_replay.py")
 PYTHON = "/usr/bin/python3"         # Debian's python3-simgrid is built for it only
 
 KERNELS = ("crc", "crcrot", "ft", "is", "bcast", "bcastrot")
 SOURCES = ("tnbc_sched_export.c",)
 LIBRARY_SOURCES = ("tnbc_sched.c", "tnbc_sched_reduce.c", "tnbc_priority.c", "tnbc_gain.c",
                    "tnbc_policy.c")
+RM_SOURCES = ("rm_plan.c",)     # reorder + merge's planner (src/mpi/coll/rm)
 
 
 # ---- platforms ----
@@ -55,11 +57,13 @@ def exporter(cache=None):
     """The exporter built from this tree's sources (cached by their contents)."""
     top = os.path.dirname(HERE)
     tnbc = os.path.join(top, "src", "mpi", "coll", "tnbc")
+    rm = os.path.join(top, "src", "mpi", "coll", "rm")
     srcs = [os.path.join(HERE, s) for s in SOURCES] + \
-        [os.path.join(tnbc, s) for s in LIBRARY_SOURCES]
+        [os.path.join(tnbc, s) for s in LIBRARY_SOURCES] + \
+        [os.path.join(rm, s) for s in RM_SOURCES]
     digest = hashlib.sha1()
     for path in srcs + [os.path.join(tnbc, h) for h in sorted(os.listdir(tnbc))
-                        if h.endswith(".h")]:
+                        if h.endswith(".h")] + [os.path.join(rm, "rm_plan.h")]:
         with open(path, "rb") as f:
             digest.update(f.read())
     cache = cache or os.path.join(os.environ.get("XDG_CACHE_HOME",
@@ -68,8 +72,8 @@ def exporter(cache=None):
     exe = os.path.join(cache, "tnbc-sched-export-" + digest.hexdigest()[:16])
     if not os.path.exists(exe):
         tmp = "%s.%d" % (exe, os.getpid())
-        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-I", tnbc, "-o", tmp] + srcs,
-                       check=True)
+        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-I", tnbc, "-I", rm, "-o", tmp] +
+                       srcs + ["-lm"], check=True)
         os.replace(tmp, exe)
     return exe
 
@@ -131,7 +135,8 @@ def kernel_program(kernel, nodes, ppn, placement, nbytes, read_s, after_s=0.0):
         counts = is_counts(nbytes, size)
         # its counts change every iteration, and with them the call site (tnbc_priority.h:
         # the receive bytes are part of it): the library never knows where its blocks are read
-        coll = {"op": "alltoallv", "counts": counts, "order_unknown": True}
+        coll = {"op": "alltoallv", "mpi": "alltoallv", "counts": counts,
+                "order_unknown": True}
         blocks = []
         for r in range(size):
             offs = [sum(counts[s][r] for s in range(k)) for k in range(size)]
@@ -159,6 +164,8 @@ def config_job(config):
         return {"config": "stock@" + (base.partition("@")[2] or "default")}
     if base in ("rewrite", "rewrite@noasync"):
         return {"config": base}
+    if base in ("rm@reorder", "rm@merge", "rm@reorder_merge"):
+        return {"config": base}
     if base.endswith("_early"):
         base = base[:-len("_early")]
     if base not in ("fifo", "prio", "prio_noarb", "prio_trace"):
@@ -173,7 +180,8 @@ REPLAY_TIMEOUT_S = 900
 
 def replay(job):
     try:
-        out = subprocess.run([PYTHON, REPLAY], input=json.dumps(job), capture_output=True,
+        script = NODE_REPLAY if job.get("level") == "node" else REPLAY
+        out = subprocess.run([PYTHON, script], input=json.dumps(job), capture_output=True,
                              text=True, timeout=REPLAY_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise RuntimeError("replay of %s took over %d s" % (job["config"], REPLAY_TIMEOUT_S))
@@ -183,16 +191,28 @@ def replay(job):
     return its[-1]                  # the replay is deterministic: the last is steady
 
 
-def predict(platform, layout, program, configs, exporter_path, iterations=2, jobs=2):
-    """{config: result or None} for the configurations of one kernel and layout."""
+def modeled(settings, program, level):
+    """Whether a replay of that level models the configuration on this program."""
+    if settings is None:
+        return False
+    if settings["config"].startswith("rewrite"):
+        return level == "rank" and all(ph["op"] != "bcast" for ph in program)
+    if settings["config"].startswith("rm@"):
+        return level == "node" and all(ph["op"] != "bcast" for ph in program)
+    return level == "rank" or all(ph["op"] != "bcast" for ph in program)
+
+
+def predict(platform, layout, program, configs, exporter_path, iterations=2, jobs=2,
+            level="rank"):
+    """{config: result or None} for the configurations of one kernel and layout; level "node"
+    replays node pairs instead of ranks (maint/tnbc_node_replay.py)."""
     todo = {}
     for c in configs:
         settings = config_job(c)
-        if settings is None or (settings["config"].startswith("rewrite") and
-                                any(ph["op"] == "bcast" for ph in program)):
+        if not modeled(settings, program, level):
             continue
         todo[c] = dict(settings, platform=platform["costs"], layout=layout, program=program,
-                       exporter=exporter_path, iterations=iterations)
+                       exporter=exporter_path, iterations=iterations, level=level)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         done = dict(zip(todo, pool.map(replay, todo.values())))
     return {c: done.get(c) for c in configs}
@@ -449,3 +469,249 @@ def fmt_num(v):
 
 def fmt_pct(v, sign=""):
     return ("%" + sign + ".0f%%") % (100 * v) if v is not None else "-"
+
+
+# ---- the node-level replay against the rank-level one, and predictions at scale ----
+
+LEVEL_CASES = (
+    # platform, nodes, ppn, bytes per pair, read ns per KiB
+    ("eth-10g", 8, 8, 262144, 6000),
+    ("eth-10g", 8, 8, 16384, 6000),
+    ("ib-100g", 8, 8, 262144, 600),
+)
+LEVEL_KERNELS = ("crc", "crcrot", "ft")
+SCALE_CONFIGS = ("stock", "stock@scattered", "stock@pairwise", "stock@brucks", "fifo",
+                 "prio_noarb", "prio", "prio_noarb+PACE_BYTES=524288",
+                 "prio+PACE_BYTES=524288")
+LEVEL_CONFIGS = SCALE_CONFIGS[1:3] + SCALE_CONFIGS[4:]
+
+
+def kernel_at(kernel, nodes, ppn, nbytes, ns_per_kib, costs, placement="block"):
+    """A kernel's program on any platform: crc and crcrot read at ns_per_kib, ft transposes
+    each block as it reads it (a copy) and computes nothing else."""
+    read_s = nbytes / costs["copy_rate"] if kernel == "ft" else ns_per_kib * 1e-9 * nbytes / 1024
+    program, _ = kernel_program(kernel, nodes, ppn, placement, nbytes, read_s)
+    return program, {"nodes": nodes, "ppn": ppn, "placement": placement}
+
+
+def family(config):
+    if config.startswith("stock"):
+        return "stock"
+    if "PACE" in config:
+        return "paced, turns" if config.startswith("prio+") else "paced"
+    return "T-NBC, turns" if config == "prio" else "T-NBC"
+
+
+def main_levels(args, out=sys.stdout):
+    """Every LEVEL_CASES kernel and configuration replayed at both levels: the node level's
+    ratio to stock's best against the rank level's."""
+    from tnbc_bench import md_row, md_rule
+    exe = exporter()
+    out.write("Generated by `maint/tnbc-predict --levels`. Both **predicted** (SimGrid 3.32): "
+              "the node-level replay (maint/tnbc_node_replay.py) against the rank-level one "
+              "(maint/tnbc_replay.py, itself checked against the testbed: predict-check.md); "
+              "block placement, ms per iteration, ratio to stock's best of the same level.\n\n")
+    out.write(md_row(["platform", "layout", "bytes", "kernel", "config", "rank level",
+                      "node level", "error of the ratio"]) + "\n" + md_rule(8) + "\n")
+    errors = []
+    for plat_name, nodes, ppn, nbytes, w in LEVEL_CASES:
+        plat = load_platform(plat_name, args.set or ())
+        for kernel in args.kernels or LEVEL_KERNELS:
+            program, layout = kernel_at(kernel, nodes, ppn, nbytes, w, plat["costs"])
+            res = {lvl: predict(plat, layout, program, list(LEVEL_CONFIGS), exe, iterations=1,
+                                jobs=args.jobs, level=lvl) for lvl in ("rank", "node")}
+            best = {lvl: stock_best(r)[1] for lvl, r in res.items()}
+            for c in LEVEL_CONFIGS:
+                rr, nr = res["rank"][c]["total"] / best["rank"], \
+                    res["node"][c]["total"] / best["node"]
+                errors.append((family(c), abs(nr / rr - 1)))
+                out.write(md_row([plat_name, "%dx%d" % (nodes, ppn), nbytes, kernel, c,
+                                  "%.1f (%.2fx)" % (res["rank"][c]["total"] * 1e3, rr),
+                                  "%.1f (%.2fx)" % (res["node"][c]["total"] * 1e3, nr),
+                                  "%+.0f%%" % (100 * (nr / rr - 1))]) + "\n")
+            out.flush()
+    out.write("\n")
+    for fam in ("stock", "T-NBC", "T-NBC, turns", "paced", "paced, turns"):
+        e = [x for f, x in errors if f == fam]
+        if e:
+            out.write("- %s: %d ratios, error median %.0f%%, largest %.0f%%\n"
+                      % (fam, len(e), 100 * median(e), 100 * max(e)))
+    return errors
+
+
+SCALE_PLATFORMS = ("ib-100g", "eth-10g")
+SCALE_KERNEL_CASES = (
+    # nodes, ppn, bytes per pair: 16 MiB per rank, then 64 KiB pairs at 64 x 32
+    (16, 16, 65536), (64, 32, 8192), (64, 32, 65536),
+)
+SCALE_READ_NS = {"ib-100g": 600, "eth-10g": 6000}       # per KiB: about the link's own time
+SCALE_EXCHANGES = (("alltoall", "small", 64), ("alltoall", "small", 1024),
+                   ("alltoall", "uniform", 65536), ("alltoallv", "small", 64),
+                   ("alltoallv", "skewed", 262144), ("alltoallv", "stencil2d", 262144),
+                   ("alltoallv", "stencil3d", 262144), ("alltoallv", "particles", 131072))
+SCALE_EXCHANGE_LAYOUTS = ((16, 16), (64, 32))
+EXCHANGE_CONFIGS = ("stock@scattered", "stock@pairwise", "stock@brucks", "rm@reorder",
+                    "rm@merge")
+
+
+def main_scale(args, out=sys.stdout):
+    """The kernels and the exchanges at 16 x 16 and 64 x 32, node level."""
+    from tnbc_bench import md_row, md_rule
+    from tnbc_exchange_model import counts as exchange_counts
+    exe = exporter()
+    kernels = args.kernels or LEVEL_KERNELS
+    out.write("## Kernels (overlap: each block read as it is needed)\n\n")
+    out.write(md_row(["platform", "layout", "bytes per pair", "kernel", "stock's best (ms)"] +
+                     list(SCALE_CONFIGS)) + "\n" + md_rule(5 + len(SCALE_CONFIGS)) + "\n")
+    for plat_name in SCALE_PLATFORMS:
+        plat = load_platform(plat_name, args.set or ())
+        for nodes, ppn, nbytes in SCALE_KERNEL_CASES:
+            for kernel in kernels:
+                program, layout = kernel_at(kernel, nodes, ppn, nbytes,
+                                            SCALE_READ_NS[plat_name], plat["costs"])
+                res = predict(plat, layout, program, list(SCALE_CONFIGS), exe, iterations=1,
+                              jobs=args.jobs, level="node")
+                best_c, best = stock_best(res)
+                out.write(md_row([plat_name, "%dx%d" % (nodes, ppn), nbytes, kernel,
+                                  "%.1f (%s)" % (best * 1e3, best_c)] +
+                                 [fmt_x(res[c]["total"] / best) if res.get(c) else "-"
+                                  for c in SCALE_CONFIGS]) + "\n")
+                out.flush()
+    if args.kernels:
+        return
+    out.write("\n## Exchanges (the workloads of maint/bench-exchange)\n\n")
+    out.write(md_row(["platform", "layout", "collective", "workload", "stock's best (ms)"] +
+                     list(EXCHANGE_CONFIGS)) + "\n" + md_rule(5 + len(EXCHANGE_CONFIGS)) + "\n")
+    for plat_name in SCALE_PLATFORMS:
+        plat = load_platform(plat_name, args.set or ())
+        for nodes, ppn in SCALE_EXCHANGE_LAYOUTS:
+            size = nodes * ppn
+            for coll, workload, nbytes in SCALE_EXCHANGES:
+                c = exchange_counts(workload, size, nbytes)
+                program = [{"op": "alltoallv", "mpi": coll, "counts": c, "orders": [[]] * size,
+                            "blocks": [[]] * size, "read_s": 0.0}]
+                layout = {"nodes": nodes, "ppn": ppn, "placement": "block"}
+                # MPICH's Alltoallv has scattered only (pairwise_sendrecv_replace: in place)
+                configs = [x for x in EXCHANGE_CONFIGS
+                           if coll == "alltoall" or x in ("stock@scattered", "rm@reorder",
+                                                          "rm@merge")]
+                res = predict(plat, layout, program, configs, exe, iterations=1,
+                              jobs=args.jobs, level="node")
+                best_c, best = stock_best(res)
+                out.write(md_row([plat_name, "%dx%d" % (nodes, ppn), coll,
+                                  "%s %d B" % (workload, nbytes),
+                                  "%.3f (%s)" % (best * 1e3, best_c)] +
+                                 [fmt_x(res[x]["total"] / best) if res.get(x) else "-"
+                                  for x in EXCHANGE_CONFIGS]) + "\n")
+                out.flush()
+
+
+# ---- reports of maint/bench-exchange (reorder + merge), node level ----
+
+# what each of the report's configurations runs, as the node-level replay names it; MPICH
+# runs its default for pairwise_sendrecv_replace, which needs MPI_IN_PLACE; the node level
+# does not tell reorder's node-distance orders apart (every message goes at once)
+EXCHANGE_REPORT_CONFIGS = {
+    "stock": "stock@default", "stock@pairwise_sendrecv_replace": "stock@default",
+    "stock@scattered": "stock@scattered", "ours@scattered": "stock@scattered",
+    "stock@pairwise": "stock@pairwise", "stock@brucks": "stock@brucks",
+    "reorder": "rm@reorder", "merge": "rm@merge", "reorder_merge": "rm@merge",
+    "reorder_merge_far": "rm@merge",
+}
+
+
+def parse_exchange_report(text):
+    """(options, {workload label: {config: ms}}) of a bench-exchange report."""
+    m = re.search(r"Generated by `maint/bench-exchange ([^`]*)`", text)
+    if not m:
+        raise ValueError("not a bench-exchange report")
+    argv = m.group(1).split()
+    opts = {a: argv[i + 1] for i, a in enumerate(argv[:-1]) if a.startswith("-")}
+    header, cells = None, {}
+    for line in text.splitlines():
+        if not line.startswith("|") or line.startswith("|---"):
+            continue
+        row = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = row
+            continue
+        for label, cell in zip(header[1:], row[1:]):
+            v = re.match(r"([0-9.]+)", cell)
+            if v:
+                cells.setdefault(label, {})[row[0]] = float(v.group(1))
+    return opts, cells
+
+
+def check_exchange_report(path, args, out):
+    from tnbc_bench import md_row, md_rule
+    from tnbc_exchange_model import counts as exchange_counts
+    opts, cells = parse_exchange_report(open(path).read())
+    nodes, ppn = int(opts.get("-n", 4)), int(opts.get("-p", 2))
+    coll = opts.get("-c", "alltoallv")
+    platform = load_platform(args.platform or "testbed-%dx%d-%s" % (nodes, ppn, opts.get("-r")),
+                             args.set or ())
+    exe, size = exporter(), nodes * ppn
+    out.write("## %s\n\nPlatform `%s`; %d x %d, %s.\n\n" % (
+        os.path.relpath(path, os.path.dirname(HERE)), platform["name"], nodes, ppn, coll))
+    out.write(md_row(["workload", "config", "measured ms", "measured vs stock best",
+                      "predicted ms", "predicted vs stock best", "error of the ratio"]) + "\n" +
+              md_rule(7) + "\n")
+    errors = []
+    for label, measured in cells.items():
+        workload, nbytes = label.split()[0], int(label.split()[1])
+        program = [{"op": "alltoallv", "mpi": coll,
+                    "counts": exchange_counts(workload, size, nbytes),
+                    "orders": [[]] * size, "blocks": [[]] * size, "read_s": 0.0}]
+        layout = {"nodes": nodes, "ppn": ppn, "placement": "block"}
+        runs = sorted({EXCHANGE_REPORT_CONFIGS[c] for c in measured
+                       if c in EXCHANGE_REPORT_CONFIGS})
+        res = predict(platform, layout, program, runs, exe, iterations=1, jobs=args.jobs,
+                      level="node")
+        mbest = min(v for c, v in measured.items() if c.startswith("stock"))
+        pbest = min(res[EXCHANGE_REPORT_CONFIGS[c]]["total"] for c in measured
+                    if c.startswith("stock"))
+        for c, ms in measured.items():
+            run = EXCHANGE_REPORT_CONFIGS.get(c)
+            if not run:
+                out.write(md_row([label, c, "%.1f" % ms, fmt_x(ms / mbest), "not modeled",
+                                  "-", "-"]) + "\n")
+                continue
+            pt = res[run]["total"]
+            err = (pt / pbest) / (ms / mbest) - 1
+            errors.append((config_family(c) if c.startswith("stock") else "reorder + merge",
+                           abs(err)))
+            out.write(md_row([label, c if run == "stock@" + c.partition("@")[2] else
+                              "%s (%s)" % (c, run), "%.1f" % ms, fmt_x(ms / mbest),
+                              "%.3f" % (pt * 1e3), fmt_x(pt / pbest),
+                              "%+.0f%%" % (100 * err)]) + "\n")
+        out.flush()
+    out.write("\n" + "".join("- %s\n" % line for line in exchange_summary(errors)) + "\n")
+    return errors
+
+
+def exchange_summary(errors):
+    lines = []
+    for fam in ("stock", "reorder + merge", "all"):
+        e = [x for f, x in errors if fam in (f, "all")]
+        if e:
+            lines.append("%s: %d ratios, error median %.0f%%, largest %.0f%%, within 15%%: %d"
+                         % (fam, len(e), 100 * median(e), 100 * max(e),
+                            sum(1 for x in e if x <= 0.15)))
+    return lines
+
+
+def main_check_exchange(args, out=sys.stdout):
+    out.write("# Exchanges predicted on SimGrid (node level) against measured on the testbed\n\n"
+              "Generated by `maint/tnbc-predict %s`. Each configuration of the maint/bench-"
+              "exchange reports replayed by the node-level replay on the testbed's platform "
+              "(costs from the calibration runs; none fitted). Ratios to stock's best of the "
+              "same column; *error of the ratio* = predicted ratio / measured ratio - 1. "
+              "Predicted figures are labelled predicted.\n\n"
+              % " ".join("--check-exchange " + os.path.relpath(p, os.path.dirname(HERE))
+                         for p in args.check_exchange))
+    errors = []
+    for path in args.check_exchange:
+        errors += check_exchange_report(path, args, out)
+    if len(args.check_exchange) > 1:
+        out.write("## Every report\n\n" + "".join("- %s\n" % x for x in exchange_summary(errors)))
+    return errors

@@ -22,6 +22,7 @@
 ##               before it has landed stalls until it has, plus the fault's cost. The helper
 ##               sees a completion WAKE seconds late when it was idle and lands each received
 ##               piece at LANDING_RATE. Pacing and node turns: class Pacer.
+## A collective phase is an Alltoall unless it says "mpi": "alltoallv" (MPICH's default differs).
 ## Job keys: platform (costs), layout, program, config, iterations, priorities, arbitration,
 ## pace_bytes, exporter (maint/tnbc_sched_export.c built), simgrid_cfg (extra --cfg=... options).
 ## The result: per iteration, the largest and mean over ranks of the iteration time, the wait
@@ -96,7 +97,12 @@ BCAST_LONG = 524288             # MPIR_CVAR_BCAST_LONG_MSG_SIZE
 BCAST_MIN_PROCS = 8             # MPIR_CVAR_BCAST_MIN_PROCS
 
 
-def alltoall_default(nbytes, size):
+def alltoall_default(coll, size):
+    """MPICH 4.0.2's choice for a phase: Alltoallv is scattered (its only other algorithm
+    needs MPI_IN_PLACE); Alltoall by the block's size."""
+    if coll.get("mpi") == "alltoallv":
+        return "scattered"
+    nbytes = coll["counts"][0][1 % size]
     if nbytes <= ALLTOALL_SHORT and size >= 8:
         return "brucks"
     return "scattered" if nbytes <= ALLTOALL_MEDIUM else "pairwise"
@@ -243,7 +249,7 @@ class Replay:
     def stock_alltoall(self, rank, coll, alg, seq):
         counts = coll["counts"]
         if alg == "default":
-            alg = alltoall_default(counts[0][1 % self.size], self.size)
+            alg = alltoall_default(coll, self.size)
         self.rank_progress(rank, alg != "scattered")
         if counts[rank][rank]:
             this_actor.sleep_for(counts[rank][rank] / self.p["copy_rate"])

@@ -13,6 +13,11 @@
  *                                          the order rank r reads their blocks)
  *   bcast SIZE ROOT NBYTES NSEG PRIORITIES then the tree's order of ranks (SIZE ranks, the
  *                                          root first), then SIZE access orders of the pieces
+ *   summary SIZE REPORTS PRIORITIES NNODES  as alltoallv, with each rank's node (SIZE ints)
+ *                                          after the counts
+ *   merge NNODES FIRST CAP                 then the node graph (NNODES rows of NNODES bytes,
+ *                                          row = source node), then NSTREAMS, then per stream
+ *                                          of merged messages: SRC_NODE DST_NODE N BYTES x N
  * With PRIORITIES 0 no order reaches the builder (ring order, first in first out) and none is
  * read; with 1 each rank posts its receives in its access order and its sends in its readers'
  * (the steady state of online learning, where every reader's order has been reported).
@@ -22,13 +27,22 @@
  *   e INDEX KIND PEER OFF LEN PRIO AFTER AFTER2 TAG BLOCK SUB     (in posting order)
  * KIND is send, recv, copy or reduce; OFF the offset in the entry's space; BLOCK the block of
  * the access order a receive fills (-1: the peer's); SUB the receive sub-message it fills (-1:
- * none). */
+ * none). A summary (for the node-level replay, where a line per entry would not fit) prints
+ * instead of the e lines:
+ *   E BYTES...         what the rank sends besides bodies (edges, reports), per node
+ *   N SENDS BODIES     how many messages it sends besides bodies, and bodies
+ *   B PEER LEN ...     its body sends, in posting order
+ *   L PEER ...         its body receives, in posting order
+ * A merge job prints, per stream, the aggregates reorder + merge's planner (rm_plan.c) splits
+ * it into: NAGG, then each aggregate's bytes on the wire (header, descriptors, payload). */
 
 #include "tnbc_sched.h"
 #include "tnbc_priority.h"
+#include "rm_plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *kind_name[] = { "send", "recv", "copy", "reduce" };
 
@@ -56,10 +70,50 @@ static void print_sched(int rank, const MPIR_Tnbc_sched_t * s)
     free(block);
 }
 
+/* Each rank's node in a summary job (NULL: print every entry). */
+static const int *summary_node;
+static int summary_nnodes;
+
+static void print_summary(int rank, const MPIR_Tnbc_sched_t * s)
+{
+    size_t *edge_bytes = calloc((size_t) summary_nnodes, sizeof(size_t));
+    int sends = 0, bodies = 0;
+    for (int i = 0; i < s->n; i++) {
+        const MPIR_Tnbc_entry_t *e = &s->entries[i];
+        if (e->kind != MPIR_TNBC_SEND)
+            continue;
+        if (MPIR_Tnbc_entry_is_body(s, e)) {
+            bodies++;
+        } else {
+            sends++;
+            edge_bytes[summary_node[e->peer]] += e->len;
+        }
+    }
+    printf("rank %d %d %d %d\nE", rank, s->n, s->body_prio, s->body_window);
+    for (int nd = 0; nd < summary_nnodes; nd++)
+        printf(" %zu", edge_bytes[nd]);
+    printf("\nN %d %d\nB", sends, bodies);
+    for (int k = 0; k < s->n; k++) {
+        const MPIR_Tnbc_entry_t *e = &s->entries[s->order[k]];
+        if (e->kind == MPIR_TNBC_SEND && MPIR_Tnbc_entry_is_body(s, e))
+            printf(" %d %zu", e->peer, e->len);
+    }
+    printf("\nL");
+    for (int k = 0; k < s->n; k++) {
+        const MPIR_Tnbc_entry_t *e = &s->entries[s->order[k]];
+        if (e->kind == MPIR_TNBC_RECV && MPIR_Tnbc_entry_is_body(s, e))
+            printf(" %d", e->peer);
+    }
+    printf("\n");
+    free(edge_bytes);
+}
+
 /* Print what a builder made for rank (rc: its result) and free it; nonzero when it failed. */
 static int emit_sched(int rank, MPIR_Tnbc_sched_t * s, int rc, const char *what)
 {
-    if (rc == MPIR_TNBC_SCHED_OK)
+    if (rc == MPIR_TNBC_SCHED_OK && summary_node)
+        print_summary(rank, s);
+    else if (rc == MPIR_TNBC_SCHED_OK)
         print_sched(rank, s);
     else
         fprintf(stderr, "tnbc_sched_export: %s builder failed (%d)\n", what, rc);
@@ -77,10 +131,12 @@ static void positions(const int *blocks, int n, int *pos)
             pos[blocks[i]] = i;
 }
 
-static int export_alltoallv(void)
+static int export_alltoallv(int summary)
 {
     int size, reports, prio;
     if (scanf("%d %d %d", &size, &reports, &prio) != 3 || size < 1)
+        return 1;
+    if (summary && (scanf("%d", &summary_nnodes) != 1 || summary_nnodes < 1))
         return 1;
     size_t n = (size_t) size;
     size_t *counts = malloc(n * n * sizeof(size_t));
@@ -91,6 +147,15 @@ static int export_alltoallv(void)
     for (size_t i = 0; i < n * n; i++)
         if (scanf("%zu", &counts[i]) != 1)
             return 1;
+    if (summary) {
+        int *node = malloc(n * sizeof(int));
+        if (!read_ints(node, size))
+            return 1;
+        for (int r = 0; r < size; r++)
+            if (node[r] < 0 || node[r] >= summary_nnodes)
+                return 1;
+        summary_node = node;
+    }
     if (prio && !read_ints(orders, size * size))
         return 1;
     for (int r = 0; prio && r < size; r++)
@@ -154,15 +219,59 @@ static int export_bcast(void)
     return 0;
 }
 
+static int export_merge(void)
+{
+    int nnodes, nstreams;
+    size_t first, cap;
+    if (scanf("%d %zu %zu", &nnodes, &first, &cap) != 3 || nnodes < 1)
+        return 1;
+    int64_t *graph = malloc((size_t) nnodes * nnodes * sizeof(int64_t));
+    for (int i = 0; i < nnodes * nnodes; i++) {
+        long long v;
+        if (scanf("%lld", &v) != 1)
+            return 1;
+        graph[i] = v;
+    }
+    if (scanf("%d", &nstreams) != 1)
+        return 1;
+    for (int k = 0; k < nstreams; k++) {
+        int a, b, n;
+        if (scanf("%d %d %d", &a, &b, &n) != 3 || a < 0 || b < 0 || a >= nnodes || b >= nnodes ||
+            n < 0)
+            return 1;
+        size_t *bytes = malloc(((size_t) n + 1) * sizeof(size_t));
+        for (int i = 0; i < n; i++)
+            if (scanf("%zu", &bytes[i]) != 1)
+                return 1;
+        MPIR_Rm_split_t split;
+        if (MPIR_Rm_split(bytes, n, first, MPIR_Rm_alpha(graph, nnodes, a, b), cap, &split))
+            return 1;
+        printf("%d", split.nagg);
+        for (int g = 0; g < split.nagg; g++) {
+            size_t payload = 0;
+            for (int f = split.first[g]; f < split.first[g + 1]; f++)
+                payload += split.frags[f].len;
+            printf(" %zu", MPIR_Rm_header_bytes(split.first[g + 1] - split.first[g]) + payload);
+        }
+        printf("\n");
+        MPIR_Rm_split_free(&split);
+        free(bytes);
+    }
+    free(graph);
+    return 0;
+}
+
 int main(void)
 {
     char what[32];
     if (scanf("%31s", what) != 1)
         return 1;
-    if (what[0] == 'a')
-        return export_alltoallv();
-    if (what[0] == 'b')
+    if (!strcmp(what, "alltoallv") || !strcmp(what, "summary"))
+        return export_alltoallv(what[0] == 's');
+    if (!strcmp(what, "bcast"))
         return export_bcast();
+    if (!strcmp(what, "merge"))
+        return export_merge();
     fprintf(stderr, "tnbc_sched_export: unknown job %s\n", what);
     return 1;
 }
