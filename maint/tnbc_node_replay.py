@@ -366,10 +366,11 @@ class NodeReplay(Replay):
                 if self.config.startswith("tnbc") and not ph.get("blocking"):
                     call_end, arrivals = self.tnbc_alltoall(ph, self.sums[k], start)
                     for r in range(self.size):
+                        lead = value_of(ph.get("lead_s", 0.0), r)
                         end, st = land_and_read(arrivals[r], self.sums[k][r]["recvs"],
                                                 ph["orders"][r],
                                                 lambda b: value_of(ph["read_s"], r, b),
-                                                call_end[r], self.p, after(r))
+                                                call_end[r] + lead, self.p, after(r))
                         wait[r] += call_end[r] - start + st
                         stall[r] += st
                         clock[r] = end
@@ -382,8 +383,8 @@ class NodeReplay(Replay):
                                         "default")
                 for r in range(self.size):
                     wait[r] += Engine.clock - start
-                    clock[r] = Engine.clock + sum(value_of(ph["read_s"], r, b)
-                                                  for b in ph["orders"][r]) + after(r)
+                    clock[r] = Engine.clock + value_of(ph.get("lead_s", 0.0), r) + \
+                        sum(value_of(ph["read_s"], r, b) for b in ph["orders"][r]) + after(r)
             end = max(clock)
             if Engine.clock < end:
                 this_actor.sleep_until(end)

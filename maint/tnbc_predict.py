@@ -13,6 +13,7 @@
 ## messages gets that share of a link, talking to many peers at once or to one at a time; 1 on
 ## a core per rank). "scale": D, the factor between the testbed's measured and modeled times.
 ##
+import glob
 import hashlib
 import json
 import os
@@ -541,8 +542,9 @@ def main_levels(args, out=sys.stdout):
 
 SCALE_PLATFORMS = ("ib-100g", "eth-10g")
 SCALE_KERNEL_CASES = (
-    # nodes, ppn, bytes per pair: 16 MiB per rank, then 64 KiB pairs at 64 x 32
-    (16, 16, 65536), (64, 32, 8192), (64, 32, 65536),
+    # nodes, ppn, bytes per pair, kernels: 16 MiB per rank, then 64 KiB pairs at 64 x 32 (its
+    # replays take minutes each: crcrot, where the orders have room, only)
+    (16, 16, 65536, LEVEL_KERNELS), (64, 32, 8192, LEVEL_KERNELS), (64, 32, 65536, ("crcrot",)),
 )
 SCALE_READ_NS = {"ib-100g": 600, "eth-10g": 6000}       # per KiB: about the link's own time
 SCALE_EXCHANGES = (("alltoall", "small", 64), ("alltoall", "small", 1024),
@@ -557,7 +559,7 @@ EXCHANGE_CONFIGS = ("stock@scattered", "stock@pairwise", "stock@brucks", "rm@reo
 def main_scale(args, out=sys.stdout):
     """The kernels and the exchanges at 16 x 16 and 64 x 32, node level."""
     from tnbc_bench import md_row, md_rule
-    from tnbc_exchange_model import counts as exchange_counts
+    from tnbc_workloads import counts as exchange_counts
     exe = exporter()
     kernels = args.kernels or LEVEL_KERNELS
     out.write("## Kernels (overlap: each block read as it is needed)\n\n")
@@ -565,8 +567,8 @@ def main_scale(args, out=sys.stdout):
                      list(SCALE_CONFIGS)) + "\n" + md_rule(5 + len(SCALE_CONFIGS)) + "\n")
     for plat_name in SCALE_PLATFORMS:
         plat = load_platform(plat_name, args.set or ())
-        for nodes, ppn, nbytes in SCALE_KERNEL_CASES:
-            for kernel in kernels:
+        for nodes, ppn, nbytes, case_kernels in SCALE_KERNEL_CASES:
+            for kernel in [k for k in kernels if k in case_kernels]:
                 program, layout = kernel_at(kernel, nodes, ppn, nbytes,
                                             SCALE_READ_NS[plat_name], plat["costs"])
                 res = predict(plat, layout, program, list(SCALE_CONFIGS), exe, iterations=1,
@@ -644,7 +646,7 @@ def parse_exchange_report(text):
 
 def check_exchange_report(path, args, out):
     from tnbc_bench import md_row, md_rule
-    from tnbc_exchange_model import counts as exchange_counts
+    from tnbc_workloads import counts as exchange_counts
     opts, cells = parse_exchange_report(open(path).read())
     nodes, ppn = int(opts.get("-n", 4)), int(opts.get("-p", 2))
     coll = opts.get("-c", "alltoallv")
@@ -715,3 +717,251 @@ def main_check_exchange(args, out=sys.stdout):
     if len(args.check_exchange) > 1:
         out.write("## Every report\n\n" + "".join("- %s\n" % x for x in exchange_summary(errors)))
     return errors
+
+
+# ---- the room an order has: what no order of sending beats (maint/kernels-headline) ----
+
+ROOM_KERNELS = ("crc", "crcrot", "ft")
+
+
+def order_bound(kernel, nodes, ppn, placement, nbytes, read_s, costs):
+    """The least largest stall over ranks any order of sending allows, in an Alltoall whose
+    readers read at read_s a block: for every link and every m, the remote blocks among the
+    first m reads of the readers whose blocks cross that link need their bytes / rate to cross
+    it, so the last of them arrives no earlier, while its reader reached it after at most m - 1
+    reads. A limit, not a prediction: no configuration is replayed."""
+    size = nodes * ppn
+    node = [node_of(r, nodes, ppn, placement) for r in range(size)]
+    orders = [read_order(kernel, r, size) for r in range(size)]
+    hop = 2 * costs["latency"] + costs["msg_cost"]
+    best, crossing = 0.0, {}
+    for m in range(1, size + 1):
+        for r in range(size):
+            src = orders[r][m - 1]
+            if node[src] != node[r]:
+                for link in (("up", node[src]), ("down", node[r])):
+                    crossing[link] = crossing.get(link, 0) + nbytes
+        for nb in crossing.values():
+            best = max(best, nb / costs["rate"] + hop - (m - 1) * read_s)
+    return best
+
+
+def room_share(fifo, other, bound):
+    """The share of the room below FIFO another configuration took; "-" with no room (the
+    bound under 20% below FIFO)."""
+    if fifo - bound < 0.2 * fifo:
+        return "-"
+    return "%.0f%%" % (100.0 * (fifo - other) / (fifo - bound))
+
+
+def main_room(args, out=sys.stdout):
+    """Per kernel and placement of a bench-kernels report: FIFO's largest wait replayed, the
+    bound, and the achieved share of the room (measured FIFO - measured configuration) /
+    (measured FIFO - bound x measured FIFO / replayed FIFO) of each configuration compared."""
+    from tnbc_bench import md_row, md_rule
+    opts, d, sections = parse_report(open(args.room).read())
+    nodes, ppn = int(opts.get("-n", 4)), int(opts.get("-p", 2))
+    nbytes, ns_per_kib = int(opts.get("-b", 262144)), float(opts.get("-w", 0))
+    platform = load_platform(args.platform or "testbed-%dx%d-%s" % (nodes, ppn, opts.get("-r")),
+                             args.set or ())
+    compared = [c for c in (args.C or "prio,prio_noarb").split(",") if c]
+    exe = exporter()
+    out.write("# The room an order has: %s\n\nGenerated by `maint/tnbc-predict --room %s -C %s`"
+              ". FIFO's largest wait replayed (SimGrid, platform `%s`), the bound no order of "
+              "sending beats (tnbc_predict.order_bound), and per configuration its measured "
+              "largest wait and achieved share of the room.\n\n"
+              % (os.path.relpath(args.room, os.path.dirname(HERE)),
+                 os.path.relpath(args.room, os.path.dirname(HERE)), ",".join(compared),
+                 platform["name"]))
+    head = ["kernel", "placement", "replayed FIFO max / mean wait ms", "bound ms",
+            "measured FIFO max ms", "measured / replayed", "bound, scaled ms"]
+    for c in compared:
+        head += ["%s max ms" % c, "achieved share"]
+    out.write(md_row(head) + "\n" + md_rule(len(head)) + "\n")
+    for (kernel, placement), measured in sections.items():
+        if kernel not in ROOM_KERNELS or "fifo" not in measured:
+            continue
+        read_s, after_s = kernel_compute(kernel, measured, nbytes, ns_per_kib, d, nodes * ppn,
+                                         platform["costs"])
+        program, _ = kernel_program(kernel, nodes, ppn, placement, nbytes, read_s, after_s)
+        layout = {"nodes": nodes, "ppn": ppn, "placement": placement}
+        fifo = predict(platform, layout, program, ["fifo"], exe, jobs=args.jobs)["fifo"]
+        bound = order_bound(kernel, nodes, ppn, placement, nbytes, read_s, platform["costs"])
+        mfifo = measured["fifo"]["wait"]
+        scale = mfifo / (fifo["wait"] * 1e3)
+        row = [kernel, placement, "%.1f / %.1f" % (fifo["wait"] * 1e3, fifo["wait_mean"] * 1e3),
+               "%.1f" % (bound * 1e3), "%.1f" % mfifo, "%.2f" % scale,
+               "%.1f" % (bound * 1e3 * scale)]
+        for c in compared:
+            m = measured.get(c)
+            row += ["%.1f" % m["wait"], room_share(mfifo, m["wait"], bound * 1e3 * scale)] \
+                if m else ["-", "-"]
+        out.write(md_row(row) + "\n")
+        out.flush()
+
+
+# ---- a trace run of the user's code (MPIR_CVAR_TNBC_TRACE, format 2) as a program ----
+
+TRACE_COLLS = ("alltoall", "alltoallv")
+
+
+def read_trace(path):
+    """One rank's trace -> (rank, size, [call]); a call: {coll, size, bytes, blocks, compute_s,
+    call_s, touches: [(block, s after the call returned)] in touch order}."""
+    rank = size = None
+    calls = []
+    with open(path) as f:
+        for line in f:
+            head = re.match(r"# mpich-tnbc trace (\d+) rank (\d+) size (\d+)", line)
+            if head:
+                if int(head.group(1)) < 2:
+                    raise ValueError("%s: a trace of format %s has no timings (format 2 "
+                                     "needed: trace again with this library)"
+                                     % (path, head.group(1)))
+                rank, size = int(head.group(2)), int(head.group(3))
+                continue
+            f_ = line.split("#", 1)[0].split()
+            if f_ and f_[0] == "call" and len(f_) == 9:
+                calls.append({"coll": f_[2], "size": int(f_[3]), "bytes": int(f_[4]),
+                              "blocks": int(f_[5]), "compute_s": int(f_[7]) * 1e-9,
+                              "call_s": int(f_[8]) * 1e-9, "touches": []})
+            elif f_ and f_[0] == "touch" and len(f_) == 4 and calls:
+                calls[-1]["touches"].append((int(f_[2]), int(f_[1]), int(f_[3]) * 1e-9))
+    if rank is None:
+        raise ValueError("%s: not a T-NBC trace" % path)
+    for c in calls:
+        c["touches"] = [(b, t) for _, b, t in sorted(c["touches"])]
+    return rank, size, calls
+
+
+def order_pattern(orders):
+    """How the ranks' orders of one call generalise to another size: ("same", order),
+    ("rotation", c) when rank r reads r + c, r + c + 1, ..., or ("mean", order) (the blocks
+    by their mean position over the ranks)."""
+    size = len(orders)
+    if all(o == orders[0] for o in orders):
+        return ("same", orders[0])
+    c = (orders[0][0] - 0) % size
+    if all(o == [(r + c + i) % size for i in range(size)] for r, o in enumerate(orders)):
+        return ("rotation", c)
+    pos = [0.0] * size
+    for o in orders:
+        for i, b in enumerate(o):
+            pos[b] += i
+    return ("mean", sorted(range(size), key=lambda b: (pos[b], b)))
+
+
+def scaled_order(pattern, rank, size, traced):
+    kind, v = pattern
+    if kind == "rotation":
+        return [(rank + v + i) % size for i in range(size)]
+    if size == traced:
+        return list(v)
+    # the traced order's blocks as fractions of the communicator, stretched to size
+    where = {b: i for i, b in enumerate(v)}
+    return sorted(range(size), key=lambda b: (where[b * traced // size], b))
+
+
+def trace_program(traces, nodes, ppn, placement, scaling="weak"):
+    """The program a trace run describes, at nodes x ppn ranks: per Alltoall(v) call, the
+    computing before it (per rank as traced when the sizes match, else its mean), the call
+    with the traced bytes per block (weak scaling; strong: the same bytes per rank), read in
+    the traced order at the traced rate after the traced time to the first read; what follows
+    the last read is the next call's computing before. Calls of other collectives count as
+    computing. Returns (program, notes)."""
+    per_rank = sorted(traces, key=lambda t: t[0])
+    traced = per_rank[0][1]
+    if sorted(t[0] for t in per_rank) != list(range(traced)):
+        raise ValueError("the traces are not one per rank of a %d-rank run" % traced)
+    size = nodes * ppn
+    ncalls = min(len(t[2]) for t in per_rank)
+    notes, program, carry = [], [], [0.0] * traced
+    reads_end = [0.0] * traced      # per rank: from the last call's return to its last read
+    shrink = traced / size if scaling == "strong" else 1.0
+    for k in range(ncalls):
+        calls = [t[2][k] for t in per_rank]
+        c0 = calls[0]
+        if c0["coll"] not in TRACE_COLLS or c0["blocks"] != traced:
+            for r, c in enumerate(calls):
+                carry[r] += c["compute_s"] + c["call_s"]
+            notes.append("call %d (%s) counted as computing" % (k + 1, c0["coll"]))
+            continue
+        # what ran since the last call returned, less its reads (replayed with that call)
+        compute = [max(0.0, c["compute_s"] - reads_end[r]) + carry[r]
+                   for r, c in enumerate(calls)]
+        carry = [0.0] * traced
+        # read time of a block: to the next block's first touch; the last one's: the median
+        orders, reads = [], []
+        for c in calls:
+            touched = [b for b, _ in c["touches"]]
+            order = touched + [b for b in range(traced) if b not in touched]
+            times = [t for _, t in c["touches"]]
+            gaps = [max(0.0, b - a) for a, b in zip(times, times[1:])]
+            last = statistics.median(gaps) if gaps else 0.0
+            rd = dict(zip(touched, gaps + [last]))
+            orders.append(order)
+            reads.append((rd, times[0] if times else 0.0, (times[-1] + last) if times else 0.0))
+        reads_end = [end for _, _, end in reads]
+        nbytes = max(1, int(c0["bytes"] / c0["blocks"] * shrink))
+        pattern = order_pattern(orders)
+        if size == traced:
+            read_s = [[reads[r][0].get(b, 0.0) * shrink for b in range(size)]
+                      for r in range(size)]
+            before = compute
+        else:
+            mean_read = statistics.mean(v for rd, _, _ in reads for v in rd.values()) \
+                if any(rd for rd, _, _ in reads) else 0.0
+            read_s = mean_read * shrink
+            before = statistics.mean(compute) * shrink
+        # from the call's return to the first touch: computing the data can arrive behind
+        lead = [r0 * shrink for _, r0, _ in reads]
+        program.append({"op": "compute", "s": before})
+        program.append({"op": "alltoallv", "mpi": c0["coll"],
+                        "counts": [[nbytes] * size for _ in range(size)],
+                        "orders": [scaled_order(pattern, r, size, traced) for r in range(size)],
+                        "blocks": [[(b * nbytes, nbytes) for b in range(size)]
+                                   for _ in range(size)],
+                        "read_s": read_s,
+                        "lead_s": lead if size == traced else statistics.mean(lead)})
+        notes.append("call %d: %s, %d bytes a block, order %s" % (k + 1, c0["coll"], nbytes,
+                                                                 pattern[0]))
+    if not program:
+        raise ValueError("no Alltoall or Alltoallv call with a block per rank in the trace")
+    return program, notes
+
+
+TRACE_CONFIGS = ("stock", "stock@scattered", "stock@pairwise", "stock@brucks", "fifo",
+                 "prio_noarb", "prio", "prio_noarb+PACE_BYTES=524288")
+
+
+def main_trace(args, out=sys.stdout):
+    """Predict a traced run at -n x -p ranks on a platform, every configuration."""
+    from tnbc_bench import md_row, md_rule
+    paths = []
+    for p in args.trace:
+        paths += sorted(glob.glob(p + ".*.trace")) if not p.endswith(".trace") else [p]
+    if not paths:
+        raise SystemExit("tnbc-predict: no trace files for %s" % " ".join(args.trace))
+    traces = [read_trace(p) for p in paths]
+    plat = load_platform(args.platform, args.set or ())
+    configs = (args.C.split(",") if args.C else list(TRACE_CONFIGS))
+    out.write("Generated by `maint/tnbc-predict %s`. **Predicted** on SimGrid 3.32 (%s "
+              "level), platform `%s`: the traced run of %d ranks replayed at %d x %d (%s "
+              "placement, %s scaling): one pass through the trace, ms; *wait* = in the "
+              "collectives + stalled, largest over ranks.\n\n"
+              % (" ".join(sys.argv[1:]), args.level, plat["name"], traces[0][1], args.n, args.p,
+                 args.P.split(",")[0], args.scaling))
+    program, notes = trace_program(traces, args.n, args.p, args.P.split(",")[0], args.scaling)
+    out.write("".join("- %s\n" % n for n in notes) + "\n")
+    layout = {"nodes": args.n, "ppn": args.p, "placement": args.P.split(",")[0]}
+    res = predict(plat, layout, program, configs, exporter(), iterations=1, jobs=args.jobs,
+                  level=args.level)
+    _, best = stock_best(res)
+    out.write(md_row(["config", "predicted ms", "vs stock best", "wait ms", "stall ms"]) + "\n" +
+              md_rule(5) + "\n")
+    for c in configs:
+        r = res.get(c)
+        out.write(md_row([c, fmt_ms(r["total"]) if r else "not modeled",
+                          fmt_x(r["total"] / best) if r and best else "-",
+                          fmt_ms(r["wait"]) if r else "-", fmt_ms(r["stall"]) if r else "-"])
+                  + "\n")

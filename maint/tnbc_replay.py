@@ -11,7 +11,8 @@
 ## first or at once, so this is the testbed's eager protocol, UCX_RNDV_THRESH=inf).
 ##
 ## The program, per iteration and rank: a barrier, then its phases: compute, or a collective
-## followed by reading its blocks, one by one in the rank's order, each taking its read time.
+## followed by lead_s of computing (0 unless given), then reading its blocks, one by one in the
+## rank's order, each taking its read time, then after_s of computing.
 ## Each collective runs as one configuration:
 ##   stock@ALG   MPICH 4.0.2's algorithm ALG, blocking: the application reads after it returns
 ##   rewrite     MPI_Irecv / MPI_Isend of every block, MPI_Wait before each read
@@ -341,6 +342,7 @@ class Replay:
         recvs = {} if lazy else {s: self.get(seq, s, rank, 0) for s in range(size) if s != rank}
         sends = [self.put(seq, rank, (rank + k) % size, 0, counts[rank][(rank + k) % size])
                  for k in range(1, size)]
+        this_actor.sleep_for(value_of(ph.get("lead_s", 0.0), rank))
         for b in ph["orders"][rank]:
             t = Engine.clock
             if b == rank:
@@ -549,6 +551,7 @@ class Replay:
                     else:
                         self.stock_bcast(rank, ph, alg or "default", seq)
                     wait += Engine.clock - t
+                    this_actor.sleep_for(value_of(ph.get("lead_s", 0.0), rank))
                     for b in ph["orders"][rank]:
                         this_actor.sleep_for(value_of(ph["read_s"], rank, b))
                 this_actor.sleep_for(value_of(ph.get("after_s", 0.0), rank))
@@ -597,6 +600,7 @@ class Replay:
             edges_sem.acquire()
         wait = Engine.clock - t
         stall = 0.0
+        this_actor.sleep_for(value_of(ph.get("lead_s", 0.0), rank))
         for b in order[rank]:
             if need[b] > 0:
                 ts = Engine.clock

@@ -42,10 +42,17 @@ static void check_trace(int rank, int size)
     unsigned long long caller = 0;
     while (fgets(line, sizeof(line), f)) {
         int b, o, n, nb;
-        unsigned long long bytes, t;
+        unsigned long long bytes, t, computed, in_call;
         char coll[32];
-        if (sscanf(line, "call %*lu %31s %d %llu %d 0x%llx", coll, &n, &bytes, &nb, &caller) == 5) {
+        if (sscanf(line, "call %*lu %31s %d %llu %d 0x%llx %llu %llu", coll, &n, &bytes, &nb,
+                   &caller, &computed, &in_call) == 7) {
             calls++;
+            /* the first call has nothing before it; each later one follows the reads */
+            if ((calls == 1 && computed) || (calls > 1 && !computed) || !in_call) {
+                printf("rank %d: call %d computed %llu ns before, %llu ns in it\n", rank, calls,
+                       computed, in_call);
+                errs++;
+            }
             memset(order, 0, sizeof(order));
             if (strcmp(coll, "alltoall") || n != size || nb != size || bytes != size * BLOCK) {
                 printf("rank %d: unexpected call line %s", rank, line);

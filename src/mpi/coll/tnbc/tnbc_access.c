@@ -38,8 +38,10 @@ cvars:
       description : >-
         Trace run: a path prefix. Collectives handled by T-NBC complete inside the call; their
         receive buffers are guarded anyway and the first touch of every block (the piece from
-        one source rank) is recorded. Each rank writes <prefix>.<rank>.trace at MPI_Finalize;
-        maint/tnbc-profile merges them into a profile (MPIR_CVAR_TNBC_PROFILE) and a plot.
+        one source rank) is recorded, with the time computed before each call and spent in it.
+        Each rank writes <prefix>.<rank>.trace at MPI_Finalize; maint/tnbc-profile merges them
+        into a profile (MPIR_CVAR_TNBC_PROFILE) and a plot, maint/tnbc-predict --trace replays
+        them on a model cluster.
 
     - name        : MPIR_CVAR_TNBC_PROFILE
       category    : TNBC
@@ -98,6 +100,8 @@ typedef struct {
     int *sub_block;             /* per receive sub-message: its block */
     int nsub;
     uint64_t t_return_ns;
+    uint64_t compute_ns;        /* since the previous traced call returned (0: the first) */
+    uint64_t call_ns;           /* in this call */
     unsigned long call;         /* number of this call in the trace */
 } MPII_Tnbc_held_t;
 
@@ -107,6 +111,7 @@ static struct {
     char *trace_prefix;         /* a copy: MPI_T_finalize frees the CVAR's string */
     MPII_Tnbc_held_t held[MPII_TNBC_TRACE_HELD];
     unsigned long calls;
+    uint64_t last_return_ns;    /* of the previous traced call */
     char *log;                  /* trace lines, written at finalize */
     size_t log_len, log_cap;
 } orders;
@@ -318,9 +323,9 @@ static void harvest(MPII_Tnbc_held_t * h)
         }
         MPIR_Tnbc_touch_ranks(order, nb);
         if (orders.tracing) {   /* a sample is not traced */
-            log_append("call %lu %s %d %" PRIu64 " %d 0x%" PRIx64 "\n", h->call,
-                       MPIR_Tnbc_coll_name(s->key.coll), s->key.comm_size, s->key.recv_bytes,
-                       nb, s->key.caller);
+            log_append("call %lu %s %d %" PRIu64 " %d 0x%" PRIx64 " %" PRIu64 " %" PRIu64 "\n",
+                       h->call, MPIR_Tnbc_coll_name(s->key.coll), s->key.comm_size,
+                       s->key.recv_bytes, nb, s->key.caller, h->compute_ns, h->call_ns);
             for (int b = 0; b < nb; b++)
                 if (order[b] > 0)
                     log_append("touch %d %d %" PRIu64 "\n", b, order[b],
@@ -355,7 +360,7 @@ void MPII_Tnbc_access_release(const void *addr, size_t len)
 }
 
 void MPII_Tnbc_access_trace(MPIR_Tnbc_site_t * site, void *recv_user,
-                            const MPIR_Tnbc_sched_t * sched)
+                            const MPIR_Tnbc_sched_t * sched, uint64_t t_enter_ns)
 {
     if (!site || !recv_user || sched->nrecv_sub == 0)
         return;
@@ -381,6 +386,12 @@ void MPII_Tnbc_access_trace(MPIR_Tnbc_site_t * site, void *recv_user,
     h->hi = h->lo + sched->recv_bytes;
     h->nsub = sched->nrecv_sub;
     h->t_return_ns = MPII_Tnbc_now_ns();
+    /* what the application did between two calls and how long the call took: a replay of
+     * the run (maint/tnbc-predict --trace) needs both */
+    h->compute_ns = orders.last_return_ns && t_enter_ns > orders.last_return_ns ?
+        t_enter_ns - orders.last_return_ns : 0;
+    h->call_ns = h->t_return_ns > t_enter_ns ? h->t_return_ns - t_enter_ns : 0;
+    orders.last_return_ns = h->t_return_ns;
     h->call = ++orders.calls;
     MPIR_Tnbc_regions_held++;
 }
@@ -395,8 +406,9 @@ int MPII_Tnbc_access_finalize(void)
         FILE *f = fopen(path, "w");
         int failed = !f;
         if (f) {
-            fprintf(f, "# mpich-tnbc trace 1 rank %d size %d\n"
-                    "# call <n> <collective> <comm size> <receive bytes> <blocks> <caller>\n"
+            fprintf(f, "# mpich-tnbc trace 2 rank %d size %d\n"
+                    "# call <n> <collective> <comm size> <receive bytes> <blocks> <caller> "
+                    "<ns since the previous call returned> <ns in the call>\n"
                     "# touch <block> <order> <ns after the call returned>\n",
                     MPIR_Process.rank, MPIR_Process.size);
             if (orders.log_len)

@@ -27,9 +27,9 @@ int MPII_Tnbc_access_tracing(void);
  * this collective. */
 int MPII_Tnbc_access_sampling(MPIR_Tnbc_site_t * site, int order_used);
 /* Trace run: guard the completed receive buffer of a call and keep it for its first touches
- * (the schedule's blocks: MPIR_Tnbc_sched_recv_sub_blocks). */
+ * (the schedule's blocks: MPIR_Tnbc_sched_recv_sub_blocks); t_enter_ns: when the call began. */
 void MPII_Tnbc_access_trace(MPIR_Tnbc_site_t * site, void *recv_user,
-                            const MPIR_Tnbc_sched_t * sched);
+                            const MPIR_Tnbc_sched_t * sched, uint64_t t_enter_ns);
 /* Record and release the trace regions kept so far (before a new collective guards). */
 void MPII_Tnbc_access_harvest(void);
 /* The same for those that overlap [addr, addr + len) (an MPI routine is about to use it). */

@@ -788,13 +788,14 @@ int MPII_Tnbc_run(MPII_Tnbc_start_t * args, MPIR_Tnbc_site_t * site, MPII_Tnbc_u
                   const void *ctx)
 {
     MPII_Tnbc_op_t *op = NULL;
+    uint64_t t_enter_ns = args->learn.trace ? MPII_Tnbc_now_ns() : 0;
     int mpi_errno = launch(args, &op);
     if (mpi_errno || !op)
         return mpi_errno;
     if (args->buf.recv_packed)
         mpi_errno = unpack(ctx, MPII_Tnbc_op_packed_recv(op));
     else if (args->learn.trace && args->buf.recv_user)
-        MPII_Tnbc_access_trace(site, args->buf.recv_user, MPII_Tnbc_op_sched(op));
+        MPII_Tnbc_access_trace(site, args->buf.recv_user, MPII_Tnbc_op_sched(op), t_enter_ns);
     MPII_Tnbc_op_free(op);
     return mpi_errno;
 }
