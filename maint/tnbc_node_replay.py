@@ -172,6 +172,8 @@ class NodeReplay(Replay):
     def wave(self, msgs, share=1.0, work=None):
         """One wave of messages [(src, dst, bytes)] at once; returns the bundles' ends. It lasts
         at least its busiest rank's posting (and work) plus a crossing."""
+        if not msgs and not work:
+            return {}
         t0 = Engine.clock
         bundles = {}
         for s, d, nbytes in msgs:

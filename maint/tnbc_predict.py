@@ -557,9 +557,16 @@ EXCHANGE_CONFIGS = ("stock@scattered", "stock@pairwise", "stock@brucks", "rm@reo
 
 
 def main_scale(args, out=sys.stdout):
-    """The kernels and the exchanges at 16 x 16 and 64 x 32, node level."""
+    """The kernels and the exchanges (args.scale: kernels, exchanges or all) at 16 x 16 and
+    64 x 32, node level."""
+    if args.scale in ("kernels", "all"):
+        scale_kernels(args, out)
+    if args.scale in ("exchanges", "all"):
+        scale_exchanges(args, out)
+
+
+def scale_kernels(args, out):
     from tnbc_bench import md_row, md_rule
-    from tnbc_workloads import counts as exchange_counts
     exe = exporter()
     kernels = args.kernels or LEVEL_KERNELS
     out.write("## Kernels (overlap: each block read as it is needed)\n\n")
@@ -579,9 +586,14 @@ def main_scale(args, out=sys.stdout):
                                  [fmt_x(res[c]["total"] / best) if res.get(c) else "-"
                                   for c in SCALE_CONFIGS]) + "\n")
                 out.flush()
-    if args.kernels:
-        return
-    out.write("\n## Exchanges (the workloads of maint/bench-exchange)\n\n")
+    out.write("\n")
+
+
+def scale_exchanges(args, out):
+    from tnbc_bench import md_row, md_rule
+    from tnbc_workloads import counts as exchange_counts
+    exe = exporter()
+    out.write("## Exchanges (the workloads of maint/bench-exchange)\n\n")
     out.write(md_row(["platform", "layout", "collective", "workload", "stock's best (ms)"] +
                      list(EXCHANGE_CONFIGS)) + "\n" + md_rule(5 + len(EXCHANGE_CONFIGS)) + "\n")
     for plat_name in SCALE_PLATFORMS:
@@ -965,3 +977,98 @@ def main_trace(args, out=sys.stdout):
                           fmt_x(r["total"] / best) if r and best else "-",
                           fmt_ms(r["wait"]) if r else "-", fmt_ms(r["stall"]) if r else "-"])
                   + "\n")
+
+
+# ---- reports of maint/bench-overlap: unrelated work after the call, then the reads ----
+
+OVERLAP_CONFIGS = {"stock": "stock", "tnbc": "prio_noarb", "nbc": "rewrite@noasync",
+                   "nbc_async": "rewrite"}
+
+
+def parse_overlap_report(text):
+    """(nodes, ppn, rate, D, bytes, [{config, scen, T_CURC, T_CRC, Ttotal}]) of a bench-overlap
+    report's Alltoall lines (times measured, ms)."""
+    head = re.search(r"emulated cluster: (\d+) nodes x (\d+) ranks, links (\w+) modeled", text)
+    d = re.search(r"scale D=([0-9.]+)", text)
+    nbytes = re.search(r"(\d+) bytes per pair", text)
+    if not (head and d and nbytes):
+        raise ValueError("not a bench-overlap report of the emulated cluster")
+    rows, header = [], None
+    section = text.split("## Every scenario line", 1)[-1].split("\n## ", 1)[0]
+    for line in section.splitlines():
+        if not line.startswith("|") or line.startswith("|---"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+            continue
+        row = dict(zip(header, cells))
+        if row.get("coll") == "alltoall":
+            rows.append({"config": row["config"], "scen": row["scen"],
+                         "T_CURC": float(row["T_CURC"]), "T_CRC": float(row["T_CRC"]),
+                         "Ttotal": float(row["Ttotal"])})
+    return (int(head.group(1)), int(head.group(2)), head.group(3), float(d.group(1)),
+            int(nbytes.group(1)), rows)
+
+
+def overlap_config(config):
+    base, _, alg = config.partition("@")
+    return ("stock@" + alg) if alg else OVERLAP_CONFIGS.get(base)
+
+
+def check_overlap_report(path, args, out):
+    """Every Alltoall line of a bench-overlap report: the call, CURC (work that needs none of
+    its data) for T_CURC, then CRC reading every block in source order for T_CRC, all measured
+    / D; Ttotal's ratio to stock's best of the same scenario, predicted against measured."""
+    from tnbc_bench import md_row, md_rule
+    nodes, ppn, rate, d, nbytes, rows = parse_overlap_report(open(path).read())
+    platform = load_platform(args.platform or "testbed-%dx%d-%s" % (nodes, ppn, rate),
+                             args.set or ())
+    exe, size = exporter(), nodes * ppn
+    out.write("## %s\n\nPlatform `%s`; %d x %d, %d bytes per pair, D = %g.\n\n" % (
+        os.path.relpath(path, os.path.dirname(HERE)), platform["name"], nodes, ppn, nbytes, d))
+    out.write(md_row(["scen", "config", "measured Ttotal ms", "measured vs stock best",
+                      "predicted ms", "predicted vs stock best", "error of the ratio"]) + "\n" +
+              md_rule(7) + "\n")
+    errors = []
+    for scen in sorted({r["scen"] for r in rows}):
+        lines = [r for r in rows if r["scen"] == scen]
+        # one program per scenario: the configurations measured their own CURC and CRC alone;
+        # the replay takes the mean of them (the work is the same code)
+        curc = statistics.mean(r["T_CURC"] for r in lines) * 1e-3 / d
+        crc = statistics.mean(r["T_CRC"] for r in lines) * 1e-3 / d
+        program, _ = kernel_program("crc", nodes, ppn, "block", nbytes, crc / size)
+        program[0]["lead_s"] = curc
+        layout = {"nodes": nodes, "ppn": ppn, "placement": "block"}
+        runs = sorted({overlap_config(r["config"]) for r in lines if overlap_config(r["config"])})
+        res = predict(platform, layout, program, runs, exe, iterations=2, jobs=args.jobs)
+        mbest = min(r["Ttotal"] for r in lines if r["config"].startswith("stock"))
+        pbest = min(res[overlap_config(r["config"])]["total"] for r in lines
+                    if r["config"].startswith("stock"))
+        for r in lines:
+            run = overlap_config(r["config"])
+            if not run or not res.get(run):
+                continue
+            mr, pr = r["Ttotal"] / mbest, res[run]["total"] / pbest
+            errors.append((config_family(run), abs(pr / mr - 1)))
+            out.write(md_row([scen, "%s (%s)" % (r["config"], run), "%.1f" % r["Ttotal"],
+                              fmt_x(mr), "%.1f" % (res[run]["total"] * 1e3 * d), fmt_x(pr),
+                              "%+.0f%%" % (100 * (pr / mr - 1))]) + "\n")
+        out.flush()
+    out.write("\n" + "".join("- %s\n" % x for x in summary(errors)) + "\n")
+    return errors
+
+
+def main_check_overlap(args, out=sys.stdout):
+    out.write("# Overlap predicted on SimGrid against measured on the testbed\n\nGenerated by "
+              "`maint/tnbc-predict %s`. The Alltoall lines of maint/bench-overlap reports: the "
+              "call, CURC for T_CURC, then CRC over every block for T_CRC (the report's own "
+              "times / D), replayed on the testbed's platform; Ttotal in measured ms (modeled "
+              "x D), ratios to stock's best of the same scenario. Predicted figures are "
+              "labelled predicted.\n\n"
+              % " ".join("--check-overlap " + os.path.relpath(p, os.path.dirname(HERE))
+                         for p in args.check_overlap))
+    errors = []
+    for path in args.check_overlap:
+        errors += check_overlap_report(path, args, out)
+    return errors
