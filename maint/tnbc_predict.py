@@ -930,7 +930,8 @@ def trace_program(traces, nodes, ppn, placement, scaling="weak"):
         program.append({"op": "compute", "s": before})
         program.append({"op": "alltoallv", "mpi": c0["coll"],
                         "counts": [[nbytes] * size for _ in range(size)],
-                        "orders": [scaled_order(pattern, r, size, traced) for r in range(size)],
+                        "orders": orders if size == traced else
+                        [scaled_order(pattern, r, size, traced) for r in range(size)],
                         "blocks": [[(b * nbytes, nbytes) for b in range(size)]
                                    for _ in range(size)],
                         "read_s": read_s,
