@@ -206,9 +206,10 @@ class NodeReplay(Replay):
         """reorder: every message at once (its order changes which ends first, not the
         exchange's end). merge, reorder_merge: direct messages (within a node, or over
         MERGE_MAX) and each sender's stream per other node, split into aggregates by the
-        library's planner, to that node's forwarder for the sender, packed; once all is in,
-        each forwarder hands every process of its node its part (one message), which copies
-        it out."""
+        library's planner, to that node's forwarder for the sender, packed (every sender sends
+        every other node a stream, empty or not, its first aggregate announcing the direct
+        messages); once all is in, each forwarder hands every other process of its node one
+        message (a directory and its part, empty or not), which copies it out."""
         c = ph["counts"]
         msgs = [(s, d, c[s][d]) for s in range(self.size) for d in range(self.size)
                 if c[s][d] and s != d]
@@ -225,28 +226,35 @@ class NodeReplay(Replay):
                 direct.append((s, d, nbytes))
             else:
                 streams.setdefault((s, self.node[d]), []).append((d, nbytes))
-        aggs = self.rm_aggregates(c, streams)
+        announced = {}
+        for s, d, _ in direct:
+            if self.node[s] != self.node[d]:
+                announced[(s, self.node[d])] = announced.get((s, self.node[d]), 0) + 1
+        aggs = self.rm_aggregates(c, streams, announced)
         one, work = list(direct), dict(selfcopy)
-        handed = {}                     # (forwarder, process) -> bytes
-        for (s, b), parts in streams.items():
+        handed = {(f, d): [0, 0] for nd in ranks for f in nd for d in nd if f != d}
+        for (s, b), sizes in aggs.items():
             f = ranks[b][s % len(ranks[b])]
-            one += [(s, f, nbytes) for nbytes in aggs[(s, b)]]
+            one += [(s, f, nbytes) for nbytes in sizes]
+            parts = streams.get((s, b), [])
             work[s] = work.get(s, 0.0) + sum(n for _, n in parts) / copy     # packing
             for d, nbytes in parts:
-                handed[(f, d)] = handed.get((f, d), 0) + nbytes
+                h = handed.setdefault((f, d), [0, 0])
+                h[0] += nbytes
+                h[1] += 1
         self.wave(one, share, work)
-        unpack = {}
-        for (f, d), nbytes in handed.items():
+        unpack, out = {}, {}
+        for (f, d), (nbytes, _) in handed.items():
             unpack[f] = unpack.get(f, 0.0) + nbytes / copy
-        self.wave([(f, d, nbytes) for (f, d), nbytes in handed.items() if f != d], share,
-                  unpack)
-        out = {}
-        for (f, d), nbytes in handed.items():
             out[d] = out.get(d, 0.0) + nbytes / copy
+        # a directory: a count, then a source and its bytes per entry (rm_plan.c)
+        self.wave([(f, d, nbytes + 8 * (1 + 2 * n)) for (f, d), (nbytes, n) in handed.items()
+                   if f != d], share, unpack)
         this_actor.sleep_for(max(out.values(), default=0.0))
 
-    def rm_aggregates(self, c, streams):
-        """{(sender, node): [bytes on the wire of each aggregate]} from rm_plan.c (exporter)."""
+    def rm_aggregates(self, c, streams, announced):
+        """{(sender, node): [bytes on the wire of each aggregate]} from rm_plan.c (exporter),
+        for every sender and every other node."""
         graph = [[0] * self.nodes for _ in range(self.nodes)]
         for s in range(self.size):
             for d in range(self.size):
@@ -258,8 +266,9 @@ class NodeReplay(Replay):
         rows.append(str(len(keys)))
         for s, b in keys:
             parts = [n for _, n in sorted(streams.get((s, b), []))]
-            rows.append("%d %d %d %s" % (self.node[s], b, len(parts),
-                                         " ".join(str(n) for n in parts)))
+            rows.append("%d %d %d %d %s" % (self.node[s], b, len(parts),
+                                            announced.get((s, b), 0),
+                                            " ".join(str(n) for n in parts)))
         out = subprocess.run([self.job["exporter"]], input="\n".join(rows) + "\n",
                              capture_output=True, text=True, check=True).stdout.split("\n")
         return {k: [int(x) for x in line.split()[1:]] for k, line in zip(keys, out)}

@@ -874,6 +874,19 @@ def scaled_order(pattern, rank, size, traced):
     return sorted(range(size), key=lambda b: (where[b * traced // size], b))
 
 
+def call_reads(c, traced):
+    """One traced call's reads: (order, {block: read time}, time to the first read, time to
+    the end of the last). A block's read time: to the next block's first touch; the last
+    one's: the median."""
+    touched = [b for b, _ in c["touches"]]
+    order = touched + [b for b in range(traced) if b not in touched]
+    times = [t for _, t in c["touches"]]
+    gaps = [max(0.0, b - a) for a, b in zip(times, times[1:])]
+    last = statistics.median(gaps) if gaps else 0.0
+    return (order, dict(zip(touched, gaps + [last])), times[0] if times else 0.0,
+            (times[-1] + last) if times else 0.0)
+
+
 def trace_program(traces, nodes, ppn, placement, scaling="weak"):
     """The program a trace run describes, at nodes x ppn ranks: per Alltoall(v) call, the
     computing before it (per rank as traced when the sizes match, else its mean), the call
@@ -886,34 +899,39 @@ def trace_program(traces, nodes, ppn, placement, scaling="weak"):
     if sorted(t[0] for t in per_rank) != list(range(traced)):
         raise ValueError("the traces are not one per rank of a %d-rank run" % traced)
     size = nodes * ppn
-    ncalls = min(len(t[2]) for t in per_rank)
-    notes, program, carry = [], [], [0.0] * traced
-    reads_end = [0.0] * traced      # per rank: from the last call's return to its last read
     shrink = traced / size if scaling == "strong" else 1.0
-    for k in range(ncalls):
-        calls = [t[2][k] for t in per_rank]
-        c0 = calls[0]
-        if c0["coll"] not in TRACE_COLLS or c0["blocks"] != traced:
-            for r, c in enumerate(calls):
-                carry[r] += c["compute_s"] + c["call_s"]
-            notes.append("call %d (%s) counted as computing" % (k + 1, c0["coll"]))
-            continue
-        # what ran since the last call returned, less its reads (replayed with that call)
-        compute = [max(0.0, c["compute_s"] - reads_end[r]) + carry[r]
-                   for r, c in enumerate(calls)]
-        carry = [0.0] * traced
-        # read time of a block: to the next block's first touch; the last one's: the median
-        orders, reads = [], []
+    # per rank, its replayed calls, each with what it computed before: a rank's trace may
+    # lack calls another has (a Bcast's root receives nothing), so calls pair up only after
+    # the others were folded into computing
+    replayed, skipped = [], set()
+    for _, _, calls in per_rank:
+        mine, carry, reads_end = [], 0.0, 0.0
         for c in calls:
-            touched = [b for b, _ in c["touches"]]
-            order = touched + [b for b in range(traced) if b not in touched]
-            times = [t for _, t in c["touches"]]
-            gaps = [max(0.0, b - a) for a, b in zip(times, times[1:])]
-            last = statistics.median(gaps) if gaps else 0.0
-            rd = dict(zip(touched, gaps + [last]))
-            orders.append(order)
-            reads.append((rd, times[0] if times else 0.0, (times[-1] + last) if times else 0.0))
-        reads_end = [end for _, _, end in reads]
+            # what ran since the last call returned, less its reads (replayed with that call)
+            gap = max(0.0, c["compute_s"] - reads_end)
+            if c["coll"] not in TRACE_COLLS or c["blocks"] != traced:
+                carry += gap + c["call_s"]
+                reads_end = 0.0
+                skipped.add(c["coll"])
+                continue
+            rd = call_reads(c, traced)
+            mine.append((c, gap + carry, rd))
+            carry, reads_end = 0.0, rd[3]
+        replayed.append(mine)
+    ncalls = min(len(m) for m in replayed)
+    if any(len(m) != ncalls for m in replayed):
+        raise ValueError("the ranks' traces hold different numbers of Alltoall(v) calls")
+    notes = ["%s calls counted as computing" % c for c in sorted(skipped)]
+    program = []
+    for k in range(ncalls):
+        calls = [m[k][0] for m in replayed]
+        c0 = calls[0]
+        if any((c["coll"], c["bytes"], c["blocks"]) != (c0["coll"], c0["bytes"], c0["blocks"])
+               for c in calls):
+            raise ValueError("call %d differs between the ranks' traces" % (k + 1))
+        compute = [m[k][1] for m in replayed]
+        orders = [m[k][2][0] for m in replayed]
+        reads = [m[k][2][1:] for m in replayed]
         nbytes = max(1, int(c0["bytes"] / c0["blocks"] * shrink))
         pattern = order_pattern(orders)
         if size == traced:
@@ -965,6 +983,8 @@ def main_trace(args, out=sys.stdout):
               % (" ".join(sys.argv[1:]), args.level, plat["name"], traces[0][1], args.n, args.p,
                  args.P.split(",")[0], args.scaling))
     program, notes = trace_program(traces, args.n, args.p, args.P.split(",")[0], args.scaling)
+    if any(ph.get("mpi") == "alltoallv" for ph in program):
+        configs = [c for c in configs if c != "stock@brucks"]     # an Alltoall algorithm only
     out.write("".join("- %s\n" % n for n in notes) + "\n")
     layout = {"nodes": args.n, "ppn": args.p, "placement": args.P.split(",")[0]}
     res = predict(plat, layout, program, configs, exporter(), iterations=1, jobs=args.jobs,

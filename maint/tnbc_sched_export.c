@@ -17,7 +17,10 @@
  *                                          after the counts
  *   merge NNODES FIRST CAP                 then the node graph (NNODES rows of NNODES bytes,
  *                                          row = source node), then NSTREAMS, then per stream
- *                                          of merged messages: SRC_NODE DST_NODE N BYTES x N
+ *                                          of merged messages: SRC_NODE DST_NODE N DIRECT
+ *                                          BYTES x N (DIRECT: the sender's messages to that
+ *                                          node sent directly, which its first aggregate
+ *                                          announces)
  * With PRIORITIES 0 no order reaches the builder (ring order, first in first out) and none is
  * read; with 1 each rank posts its receives in its access order and its sends in its readers'
  * (the steady state of online learning, where every reader's order has been reported).
@@ -235,9 +238,9 @@ static int export_merge(void)
     if (scanf("%d", &nstreams) != 1)
         return 1;
     for (int k = 0; k < nstreams; k++) {
-        int a, b, n;
-        if (scanf("%d %d %d", &a, &b, &n) != 3 || a < 0 || b < 0 || a >= nnodes || b >= nnodes ||
-            n < 0)
+        int a, b, n, direct;
+        if (scanf("%d %d %d %d", &a, &b, &n, &direct) != 4 || a < 0 || b < 0 || a >= nnodes ||
+            b >= nnodes || n < 0 || direct < 0)
             return 1;
         size_t *bytes = malloc(((size_t) n + 1) * sizeof(size_t));
         for (int i = 0; i < n; i++)
@@ -251,7 +254,8 @@ static int export_merge(void)
             size_t payload = 0;
             for (int f = split.first[g]; f < split.first[g + 1]; f++)
                 payload += split.frags[f].len;
-            printf(" %zu", MPIR_Rm_header_bytes(split.first[g + 1] - split.first[g]) + payload);
+            int nfrag = split.first[g + 1] - split.first[g] + (g == 0 ? direct : 0);
+            printf(" %zu", MPIR_Rm_header_bytes(nfrag) + payload);
         }
         printf("\n");
         MPIR_Rm_split_free(&split);
