@@ -29,11 +29,10 @@
 ## The schedules: the exporter's summary of the library's own builder (what each rank sends
 ## besides bodies per node, its bodies in posting order, its body receives in posting order).
 ##
-import json
-import subprocess
 import sys
 
-from tnbc_replay import Replay, alltoall_default, alltoall_steps, value_of
+from tnbc_replay import (Replay, alltoall_default, alltoall_steps, main, run_exporter,
+                         value_of)
 
 try:
     from simgrid import Actor, Comm, Engine, this_actor
@@ -78,9 +77,8 @@ def summary_job_text(coll, node, nnodes, priorities):
 
 
 def export_summary(exporter, coll, node, nnodes, priorities):
-    out = subprocess.run([exporter], input=summary_job_text(coll, node, nnodes, priorities),
-                         capture_output=True, text=True, check=True).stdout
-    return parse_summary(out)
+    return parse_summary(run_exporter(exporter, summary_job_text(coll, node, nnodes,
+                                                                 priorities)))
 
 
 def pace_chunks(bodies, window):
@@ -190,8 +188,7 @@ class NodeReplay(Replay):
         counts = ph["counts"]
         if alg == "default":
             alg = alltoall_default(ph, self.size)
-        single = self.p.get("stock_share_single", self.p.get("stock_share", 1.0))
-        share = self.p.get("stock_share", 1.0) if alg == "scattered" else single
+        share = self.progress_share(alg != "scattered")
         steps = [alltoall_steps(alg, r, counts) for r in range(self.size)]
         selfcopy = max(counts[r][r] for r in range(self.size)) / self.p["copy_rate"]
         this_actor.sleep_for(selfcopy)
@@ -214,7 +211,7 @@ class NodeReplay(Replay):
         msgs = [(s, d, c[s][d]) for s in range(self.size) for d in range(self.size)
                 if c[s][d] and s != d]
         copy = self.p["copy_rate"]
-        share = self.p.get("stock_share", 1.0)      # the application's rank moves them
+        share = self.progress_share(False)          # the application's rank moves them
         selfcopy = {s: c[s][s] / copy for s in range(self.size)}
         if alg == "reorder":
             self.wave(msgs, share, selfcopy)
@@ -269,8 +266,7 @@ class NodeReplay(Replay):
             rows.append("%d %d %d %d %s" % (self.node[s], b, len(parts),
                                             announced.get((s, b), 0),
                                             " ".join(str(n) for n in parts)))
-        out = subprocess.run([self.job["exporter"]], input="\n".join(rows) + "\n",
-                             capture_output=True, text=True, check=True).stdout.split("\n")
+        out = run_exporter(self.job["exporter"], "\n".join(rows) + "\n").split("\n")
         return {k: [int(x) for x in line.split()[1:]] for k, line in zip(keys, out)}
 
     # T-NBC
@@ -420,16 +416,5 @@ class NodeReplay(Replay):
         return self.summary()
 
 
-def main():
-    job = json.load(sys.stdin)
-    if Engine is None:
-        sys.stderr.write("tnbc_node_replay: the SimGrid Python module is missing "
-                         "(apt-get install python3-simgrid; run with /usr/bin/python3)\n")
-        return 2
-    json.dump(NodeReplay(job).run(), sys.stdout)
-    sys.stdout.write("\n")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(NodeReplay, "tnbc_node_replay"))

@@ -82,10 +82,14 @@ def export_job_text(coll):
     return "\n".join(rows) + "\n"
 
 
+def run_exporter(exporter, job_text):
+    """The exporter's output for one job (maint/tnbc_sched_export.c's input format)."""
+    return subprocess.run([exporter], input=job_text, capture_output=True, text=True,
+                          check=True).stdout
+
+
 def export(exporter, coll):
-    out = subprocess.run([exporter], input=export_job_text(coll), capture_output=True,
-                         text=True, check=True).stdout
-    return parse_schedules(out)
+    return parse_schedules(run_exporter(exporter, export_job_text(coll)))
 
 
 # ---- stock MPICH 4.0.2 algorithms, as messages per step ----
@@ -245,8 +249,11 @@ class Replay:
         time (calibrated on pairwise; every stock algorithm but scattered is so), since
         nothing else fills the link while that peer is held out of its CPU. T-NBC's helper
         runs apart (1)."""
-        single = self.p.get("stock_share_single", self.p.get("stock_share", 1.0))
-        self.share[rank] = single if one_peer else self.p.get("stock_share", 1.0)
+        self.share[rank] = self.progress_share(one_peer)
+
+    def progress_share(self, one_peer):
+        many = self.p.get("stock_share", 1.0)
+        return self.p.get("stock_share_single", many) if one_peer else many
 
     def stock_alltoall(self, rank, coll, alg, seq):
         counts = coll["counts"]
@@ -714,13 +721,14 @@ class Pacer:
         self.known[rank].append((Engine.clock + self.answer, e["len"]))
         self.dispatch_node(rank)
 
-def main():
+def main(replay_class=Replay, name="tnbc_replay"):
+    """Read a job on stdin, replay it with replay_class, print the result."""
     job = json.load(sys.stdin)
     if Engine is None:
-        sys.stderr.write("tnbc_replay: the SimGrid Python module is missing "
-                         "(apt-get install python3-simgrid; run with /usr/bin/python3)\n")
+        sys.stderr.write("%s: the SimGrid Python module is missing "
+                         "(apt-get install python3-simgrid; run with /usr/bin/python3)\n" % name)
         return 2
-    json.dump(Replay(job).run(), sys.stdout)
+    json.dump(replay_class(job).run(), sys.stdout)
     sys.stdout.write("\n")
     return 0
 
