@@ -13,12 +13,14 @@
 #include "pageguard_internal.h"
 
 #include <check.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -30,8 +32,8 @@ static size_t ps;
 static int probe_pipe[2];
 
 /* 1 if the byte at p can be read: the kernel returns EFAULT instead of faulting. */
-/* Probed with the system call itself: the write() of this program is the page guards' own,
- * which waits for a guarded page (pageguard_syscalls.c). */
+/* Probed with the system call itself: this program's write() is the page guards' hook, which
+ * waits for a guarded page (pageguard_syscalls.c). */
 static int readable(const void *p)
 {
     char c;
@@ -1318,6 +1320,47 @@ END_TEST
 
 /* The allocator's entry points: free() forgets the receive pages of its chunk (the data is
  * unwanted, the memory may be reused at once), realloc() waits for them (the data moves). */
+/* The page guards live in a shared object of their own (as in libmpi) that defines none of
+ * the C library's names: the program's slots were rewritten to the hooks (pageguard_hooks.c),
+ * and get libc's functions back on removal. */
+/* what the program's address slots hold now (the compiler would reuse an earlier load) */
+__attribute__ ((noipa))
+static void *program_free(void)
+{
+    return (void *) free;
+}
+
+__attribute__ ((noipa))
+static void *program_read(void)
+{
+    return (void *) read;
+}
+
+START_TEST(hooks_redirect_the_program)
+{
+    ck_assert_ptr_eq(program_free(), MPIR_Pageguard_hook("free"));
+    ck_assert_ptr_eq(program_read(), MPIR_Pageguard_hook("read"));
+    ck_assert_ptr_eq(MPIR_Pageguard_hook("no_such_function"), NULL);
+    ck_assert_ptr_eq(dlsym(RTLD_DEFAULT, "read"), dlsym(RTLD_NEXT, "read"));  /* libc's */
+    MPIR_Pageguard_hooks_stats_t st;
+    MPIR_Pageguard_hooks_get_stats(&st);
+    ck_assert_uint_gt(st.slots, 0);
+    ck_assert_uint_eq(st.foreign, 0);
+    char *mem = malloc(3 * ps);
+    free(mem);
+    MPIR_Pageguard_hooks_get_stats(&st);
+    ck_assert_uint_eq(st.calls_from_self, 0);
+
+    MPIR_Pageguard_hooks_remove();
+    ck_assert_int_eq(MPIR_Pageguard_hooks_installed(), 0);
+    ck_assert_ptr_eq(program_free(), dlsym(RTLD_DEFAULT, "free"));
+    ck_assert_ptr_eq(program_read(), dlsym(RTLD_DEFAULT, "read"));
+    const char *why = NULL;
+    ck_assert_int_eq(MPIR_Pageguard_hooks_install(NULL, &why), 0);
+    ck_assert_ptr_eq(program_read(), MPIR_Pageguard_hook("read"));
+}
+END_TEST
+
 START_TEST(free_forgets_receive_pages)
 {
     size_t n = 8 * ps;
@@ -1506,6 +1549,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, cannot_wait_on_own_stack_gives_page_up);
     tcase_add_test(tc, fault_on_page_being_given_up_runs_again);
     tcase_add_test(tc, free_forgets_receive_pages);
+    tcase_add_test(tc, hooks_redirect_the_program);
     tcase_add_test(tc, realloc_waits_for_the_data);
     tcase_add_test(tc, reused_buffer_waits_for_the_newer_region);
     tcase_add_test(tc, wait_is_announced_and_release_latency_recorded);
@@ -1526,6 +1570,12 @@ static Suite *pageguard_suite(void)
 
 int main(void)
 {
+    const char *why = NULL;
+    /* this program's calls to free, read, sigaction, ... reach the hooks, as an application's */
+    if (MPIR_Pageguard_hooks_install(NULL, &why) != 0) {
+        fprintf(stderr, "check_pageguard: hooks not installed: %s\n", why);
+        return EXIT_FAILURE;
+    }
     SRunner *sr = srunner_create(pageguard_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -18,6 +18,8 @@ mpi_core_sources += \
     src/util/mpir_pageguard/pageguard_staging.c \
     src/util/mpir_pageguard/pageguard_move.c \
     src/util/mpir_pageguard/pageguard_libc.c \
+    src/util/mpir_pageguard/pageguard_patch.c \
+    src/util/mpir_pageguard/pageguard_hooks.c \
     src/util/mpir_pageguard/pageguard_alloc.c \
     src/util/mpir_pageguard/pageguard_signal.c \
     src/util/mpir_pageguard/pageguard_syscalls.c
@@ -25,4 +27,5 @@ mpi_core_sources += \
 noinst_HEADERS += \
     src/util/mpir_pageguard/mpir_pageguard.h \
     src/util/mpir_pageguard/pageguard_internal.h \
-    src/util/mpir_pageguard/pageguard_libc.h
+    src/util/mpir_pageguard/pageguard_libc.h \
+    src/util/mpir_pageguard/pageguard_patch.h

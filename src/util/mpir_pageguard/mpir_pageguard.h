@@ -141,8 +141,8 @@ double MPIR_Pageguard_latency_of_bucket(int b);
 int MPIR_Pageguard_init(const MPIR_Pageguard_config_t * config);
 int MPIR_Pageguard_finalize(void);
 int MPIR_Pageguard_is_on(void);
-/* 1 while any region is registered: the one check libmpi's libc wrappers make before they look
- * at a buffer (with T-NBC off, or nothing guarded, they go straight on to libc). */
+/* 1 while any region is registered: the one check the libc hooks make before they look at a
+ * buffer (with nothing guarded they go straight on to the process's function). */
 int MPIR_Pageguard_any_region(void);
 const char *MPIR_Pageguard_strerror(int rc);
 void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats);
@@ -219,17 +219,29 @@ size_t MPIR_Pageguard_guarded_pages(const void *addr, size_t len, MPIR_Pageguard
  * number of pages forgotten. */
 size_t MPIR_Pageguard_forget_recv(const void *addr, size_t len);
 
-/* 1 when this module's free/realloc/reallocarray are the ones the process calls
- * (pageguard_alloc.c); 0 when another definition comes first. */
+/* The C library's free, realloc, sigaction, read, write, ... (pageguard_libc.h lists them) as
+ * every object of the process but libmpi and the device's libraries calls them: redirected to
+ * this module's stand-ins (hooks), which settle guarded pages first, by rewriting those
+ * objects' GOT slots -- whatever order the program, libc and libmpi were loaded in; libmpi
+ * defines none of these names. device_owns(path) names the device's objects (NULL: none).
+ * Returns 0, or -1 with *why where it cannot be done (nothing is then redirected). Objects
+ * loaded later are redirected at the next registration (MPIR_Pageguard_hooks_refresh). Not
+ * async-signal-safe; idempotent. remove writes every slot back. */
+int MPIR_Pageguard_hooks_install(int (*device_owns) (const char *path), const char **why);
+void MPIR_Pageguard_hooks_refresh(void);
+void MPIR_Pageguard_hooks_remove(void);
+int MPIR_Pageguard_hooks_installed(void);
+typedef struct {
+    unsigned objects;           /* objects whose slots were looked at */
+    unsigned slots;             /* slots redirected */
+    unsigned foreign;           /* slots another interposer had rewritten, left to it */
+    unsigned long calls_from_self;      /* hook calls made from libmpi itself: should be 0 */
+} MPIR_Pageguard_hooks_stats_t;
+void MPIR_Pageguard_hooks_get_stats(MPIR_Pageguard_hooks_stats_t * stats);
+/* 1 when the hooks of free and realloc are installed */
 int MPIR_Pageguard_alloc_interposed(void);
-
-/* 1 when the process calls this module's signal and I/O wrappers (libmpi came before libc in
- * the load order); 0 when another definition comes first, naming it in *bypassed. Without
- * them pages must not be guarded (pageguard_libc.c). */
-int MPIR_Pageguard_interposed(const char **bypassed);
-/* The first libc function the wrappers found no definition of (they fail with ENOSYS), or
- * NULL: then pages must not be guarded either. */
-const char *MPIR_Pageguard_libc_missing(void);
+/* The hook standing in for the C library's function name, or NULL (unit tests call them). */
+void *MPIR_Pageguard_hook(const char *name);
 
 /* Memory other processes may read or write directly, which page protections cannot stop
  * (RDMA into registered pages) or must not delay (active-message RMA under MPICH's lock): the

@@ -10,7 +10,6 @@
 #define PAGEGUARD_INTERNAL_H_INCLUDED
 
 #include "mpir_pageguard.h"
-#include "pageguard_libc.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -96,7 +95,7 @@ typedef struct {
     pthread_mutex_t lock;       /* slot allocation and budget */
     size_t map_budget, maps_in_use;
     MPII_Pageguard_slot_t slots[MPII_PAGEGUARD_MAX_REGIONS];
-    _Atomic int live_regions;   /* slots ACTIVE: the allocator wrappers' one check */
+    _Atomic int live_regions;   /* slots ACTIVE: the libc hooks' one check */
     _Atomic uintptr_t span_lo, span_hi; /* the pages of all taken slots lie in [lo, hi);
                                          * empty when hi is 0; changed under lock */
     _Atomic unsigned long changes;      /* pages released or forgotten, regions removed */
@@ -176,10 +175,11 @@ int MPII_Pageguard_mapping_by_text(uintptr_t addr, uintptr_t * start, uintptr_t 
 int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintptr_t hi,
                            int *prot);
 
-/* ---- the bottom (pageguard_state.c; pageguard_libc.c under it) ---- */
+/* ---- the bottom (pageguard_state.c) ---- */
 
-/* The C library's sigaction and pwrite, past our own wrappers (the landing writes from
- * staging, never guarded). */
+/* The process's sigaction (never a hook: libmpi's own slots are not redirected), and the
+ * landing's pwrite as a raw system call (it writes from staging, never guarded, and is no
+ * I/O of the program's that a preloaded tracer should see). */
 int MPII_Pageguard_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 ssize_t MPII_Pageguard_libc_pwrite(int fd, const void *buf, size_t count, off_t off);
 uint64_t MPII_Pageguard_now_ns(void);

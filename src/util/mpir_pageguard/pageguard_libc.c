@@ -3,84 +3,74 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* Where libmpi's interposed libc functions (pageguard_alloc.c, pageguard_signal.c,
- * pageguard_syscalls.c) find the real ones, and whether the program calls ours at all.
- *
- * The load order decides both. A program linked with mpicc has libmpi before libc in its
- * needed list: the program's calls bind to our definitions and dlsym(RTLD_NEXT) from libmpi
- * finds libc's. When libmpi comes after libc (a dependency of libmpifort or of another shared
- * library, a dlopen'ed libmpi), RTLD_NEXT finds nothing, and the program's calls go to libc's
- * definitions directly. So the real definition is looked up in three places, first hit wins:
- * the objects after libmpi, the one the process uses (a replacement allocator or libc placed
- * before libmpi), and libc itself. And MPIR_Pageguard_interposed tells the caller whether the
- * process's definitions are ours; where they are not, a system call would meet guarded pages
- * with EFAULT and a SIGSEGV handler installed by the program would replace ours, so T-NBC
- * must not guard pages there. */
+/* The definitions the hooks call (pageguard_libc.h). Each name is bound where the dynamic
+ * linker binds it for the process -- libc, or an allocator or tracing tool placed before it
+ * (LD_PRELOAD) -- since libmpi defines none of them. One exception: a program built without
+ * PIE that takes a function's address owns the canonical address (a stub in its PLT); the
+ * code called is then libc's. */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "pageguard_internal.h"
+#include "pageguard_libc.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <gnu/lib-names.h>
+#include <link.h>
 #include <stddef.h>
+#include <unistd.h>
 
-/* The entry points whose bypass is unsafe: a handler or mask that ignores ours, a system call
- * that reads or writes a guarded page. free and realloc are not listed: without them T-NBC
- * keeps its guarded send buffers out of the allocator's heap (tnbc_init.c). */
-static const char *const must_be_ours[] = {
-    "sigaction", "signal", "sigprocmask", "pthread_sigmask",
-    "read", "write", "readv", "writev",
-#if defined(__x86_64__) || defined(__aarch64__)
-    "pread64", "pwrite64", "preadv64", "pwritev64",     /* wrapped on LP64 only */
-#endif
-    "recv", "send", "recvfrom", "sendto", "recvmsg", "sendmsg", "fread", "fwrite",
+MPII_Pageguard_libc_t MPII_Pageguard_libc = {
+    .name = {
+#define MPII_PAGEGUARD_LIBC_NAME(id_, name_, hook_) #name_,
+        MPII_PAGEGUARD_LIBC_FUNCS(MPII_PAGEGUARD_LIBC_NAME)
+#undef MPII_PAGEGUARD_LIBC_NAME
+    }
 };
 
-static int in_this_object(const void *addr)
-{
-    Dl_info mine, theirs;
-    return addr && dladdr((void *) MPII_Pageguard_next_definition, &mine) &&
-        dladdr(addr, &theirs) && mine.dli_fbase == theirs.dli_fbase;
-}
+uintptr_t MPII_Pageguard_self_lo, MPII_Pageguard_self_size;
+atomic_ulong MPII_Pageguard_self_calls;
 
-/* The first function no definition was found for (its wrapper fails with ENOSYS). */
-static const char *_Atomic missing;
-
-void *MPII_Pageguard_next_definition(const char *name)
+static void *in_libc(const char *name)
 {
-    void *fn = dlsym(RTLD_NEXT, name);
-    if (fn)
-        return fn;
-    fn = dlsym(RTLD_DEFAULT, name);
-    if (fn && !in_this_object(fn))
-        return fn;
     /* libc is loaded in every process libmpi is in: this only finds it, and it stays */
     void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
-    fn = libc ? dlsym(libc, name) : NULL;
+    void *fn = libc ? dlsym(libc, name) : NULL;
     if (libc)
         dlclose(libc);
-    if (!fn) {
-        const char *none = NULL;
-        atomic_compare_exchange_strong(&missing, &none, name);
-    }
     return fn;
 }
 
-const char *MPIR_Pageguard_libc_missing(void)
+/* 1 when addr is an object's stub for a function it imports (its symbol is undefined there) */
+static int is_import_stub(void *addr)
 {
-    return atomic_load(&missing);
+    Dl_info info;
+    const ElfW(Sym) * sym = NULL;
+    return dladdr1(addr, &info, (void **) &sym, RTLD_DL_SYMENT) && sym &&
+        sym->st_shndx == SHN_UNDEF;
 }
 
-int MPIR_Pageguard_interposed(const char **bypassed)
+static int same_object(void *a, void *b)
 {
-    for (size_t i = 0; i < sizeof(must_be_ours) / sizeof(must_be_ours[0]); i++) {
-        if (!in_this_object(dlsym(RTLD_DEFAULT, must_be_ours[i]))) {
-            if (bypassed)
-                *bypassed = must_be_ours[i];
-            return 0;
-        }
+    Dl_info ia, ib;
+    return a && b && dladdr(a, &ia) && dladdr(b, &ib) && ia.dli_fbase == ib.dli_fbase;
+}
+
+void MPII_Pageguard_libc_resolve(void)
+{
+    MPII_Pageguard_libc_t *libc = &MPII_Pageguard_libc;
+    for (int i = 0; i < MPII_LIBC_COUNT; i++) {
+        void *bound = dlsym(RTLD_DEFAULT, libc->name[i]);
+        if (!bound)
+            bound = in_libc(libc->name[i]);
+        libc->callee[i] = bound && is_import_stub(bound) ? in_libc(libc->name[i]) : bound;
+        libc->bound[i] = libc->callee[i] ? bound : NULL;
     }
-    return 1;
+    libc->pagesize = (size_t) sysconf(_SC_PAGESIZE);
+    void *usable = dlsym(RTLD_DEFAULT, "malloc_usable_size");
+    if (usable && is_import_stub(usable))
+        usable = in_libc("malloc_usable_size");
+    libc->usable_size = same_object(usable, libc->callee[MPII_LIBC_FREE]) ?
+        (size_t(*)(void *)) usable : NULL;
 }

@@ -4,8 +4,9 @@
  */
 
 /* Registration, the page guards' way in: our SIGSEGV handler must still be the one installed
- * (or be installed again), and the registering thread needs a signal stack of its own, before
- * a region (pageguard_region.c) protects anything. */
+ * (or be installed again), the registering thread needs a signal stack of its own, and objects
+ * loaded since the last region need the hooks (pageguard_hooks.c), before a region
+ * (pageguard_region.c) protects anything. */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -21,6 +22,7 @@ int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_
     if (!atomic_load(&MPII_pageguard.on) || !MPIR_Pageguard_check_handler())
         return MPIR_PAGEGUARD_ERR_OFF;
     MPII_Pageguard_ensure_altstack();
+    MPIR_Pageguard_hooks_refresh();     /* objects loaded since the last region */
     return MPII_Pageguard_region_add(addr, len, nsub, sub_off, sub_len, fill, kind, flags,
                                      region);
 }

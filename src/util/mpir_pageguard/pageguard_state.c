@@ -4,9 +4,8 @@
  */
 
 /* The bottom of the page guards: the module's state, and what every other part uses of the
- * system without going through the program's wrappers (libc's own sigaction and pwrite, the
- * clock, mprotect with its count, the landing descriptor, this thread's stack). Calls nothing
- * of the module above pageguard_libc.c. */
+ * system (libc's sigaction, the landing's pwrite, the clock, mprotect with its count, the
+ * landing descriptor, this thread's stack). Calls nothing else of the module. */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -18,6 +17,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,44 +26,17 @@ MPII_Pageguard_global_t MPII_pageguard = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-/* libc's sigaction and pwrite64 (pageguard_libc.c), looked up before the program's threads
- * start (dlsym is not async-signal-safe), or at first use by an earlier constructor */
-static struct {
-    int (*sigaction) (int, const struct sigaction *, struct sigaction *);
-    ssize_t(*pwrite64) (int, const void *, size_t, off_t);
-    int resolved;               /* looked up (a function libc lacks stays NULL) */
-} libc_own;
-
-__attribute__ ((constructor))
-static void resolve_libc_own(void)
-{
-    libc_own.sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
-        MPII_Pageguard_next_definition("sigaction");
-    libc_own.pwrite64 = (ssize_t(*)(int, const void *, size_t, off_t))
-        MPII_Pageguard_next_definition("pwrite64");
-    libc_own.resolved = 1;
-}
-
+/* libmpi defines none of the functions the hooks stand in for, and its own slots are never
+ * redirected (pageguard_hooks.c): a plain call reaches the process's definition. */
 int MPII_Pageguard_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    if (!libc_own.resolved)
-        resolve_libc_own();
-    if (!libc_own.sigaction) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return libc_own.sigaction(sig, act, old);
+    return sigaction(sig, act, old);
 }
 
+/* raw: the landing is ours, not the program's I/O (a preloaded I/O tracer must not see it) */
 ssize_t MPII_Pageguard_libc_pwrite(int fd, const void *buf, size_t count, off_t off)
 {
-    if (!libc_own.resolved)
-        resolve_libc_own();
-    if (!libc_own.pwrite64) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return libc_own.pwrite64(fd, buf, count, off);
+    return syscall(SYS_pwrite64, fd, buf, count, off);
 }
 
 uint64_t MPII_Pageguard_now_ns(void)

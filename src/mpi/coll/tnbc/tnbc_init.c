@@ -10,9 +10,9 @@
 #include "tnbc_node.h"
 #include "tnbc_settle.h"
 #include "tnbc_stats.h"
+#include "mpid_tnbc.h"
 #include "mpir_pageguard.h"
 
-#include <dlfcn.h>
 #include <limits.h>
 #include <malloc.h>
 
@@ -109,14 +109,19 @@ MPIR_Tnbc_policy_t MPII_Tnbc_policy;
 /* glibc's default mmap threshold of free()d chunks */
 #define MPII_TNBC_MMAP_THRESHOLD (128 * 1024)
 
+/* Why T-NBC cannot run in this process: 1 the device cannot (off_why), 2 the C library's
+ * functions could not be redirected to the page guards' hooks (hooks_why) */
+static int off_here;
+static const char *off_why, *hooks_why;
+
 static void tune_malloc(void)
 {
-    /* our free() waits for a send buffer's data and forgets a receive buffer's before the
+    /* free's hook waits for a send buffer's data and forgets a receive buffer's before the
      * memory goes back to the allocator (src/util/mpir_pageguard/pageguard_alloc.c) */
     if (MPIR_Pageguard_alloc_interposed())
         return;
 #ifdef M_MMAP_THRESHOLD
-    /* another free() comes first: send-guarded buffers (> MPIR_CVAR_TNBC_SEND_COPY_MAX) must
+    /* no hook on free: send-guarded buffers (> MPIR_CVAR_TNBC_SEND_COPY_MAX) must
      * be unmapped by free() outside the allocator's lock, so keep them mmap'd chunks (a fixed
      * threshold; glibc's dynamic one would move them into the heap), and never trim the heap
      * if guards can be smaller */
@@ -154,7 +159,12 @@ int MPIR_Tnbc_init(void)
     mpi_errno = MPII_Tnbc_access_init();
     MPIR_ERR_CHECK(mpi_errno);
     if (MPIR_CVAR_TNBC_ENABLE) {
-        tune_malloc();  /* before the application allocates its buffers */
+        /* before the application allocates its buffers; MPIR_Tnbc_world_init agrees on it */
+        if (!MPID_Tnbc_available(&off_why))
+            off_here = 1;
+        else if (MPIR_Pageguard_hooks_install(MPID_Tnbc_owns_object, &hooks_why) != 0)
+            off_here = 2;
+        tune_malloc();
         MPII_Tnbc_settle_at_fork();
     }
 
@@ -164,36 +174,30 @@ int MPIR_Tnbc_init(void)
     goto fn_exit;
 }
 
-/* Where a process calls libc's read, sigaction, ... directly rather than libmpi's wrappers
- * (libmpi loaded after libc: a Fortran program whose libmpifort pulls libmpi in, a library or
- * a dlopen that does), a system call on a guarded page fails with EFAULT and the program's
- * SIGSEGV handler would replace ours. Then T-NBC stays off for the whole job (it is off from
- * MPIR_Tnbc_init until this agreement: a process that never calls MPI_Init has none), so that
- * every process still runs the same protocol; the lowest such rank says why, once. So it does
- * when the thresholds that decline calls differ between processes (an MPMD launch that sets
- * them for some), or pacing (its order reports change the schedule), since processes that
+/* Where a process could not redirect the C library's read, sigaction, ... to the page guards'
+ * hooks (MPIR_Tnbc_init), a system call on a guarded page would fail with EFAULT and the
+ * program's SIGSEGV handler would replace ours; where its device cannot carry T-NBC's messages
+ * (a netmod without netmod_tnbc.h) nothing can run. Then T-NBC stays off for the whole job (it is
+ * off from MPIR_Tnbc_init until this agreement: a process that never calls MPI_Init has none),
+ * so that every process still runs the same protocol; the lowest such rank says why, once. So
+ * it does when the thresholds that decline calls differ between processes (an MPMD launch that
+ * sets them for some), or pacing (its order reports change the schedule), since processes that
  * decide differently never match their messages. */
 enum {
-    MPII_AGREE_FIRST_BYPASSING,
+    MPII_AGREE_FIRST_OFF,
     MPII_AGREE_MIN_BYTES, MPII_AGREE_MIN_BYTES_NEG,     /* the least, and minus the most */
     MPII_AGREE_NODE_MIN, MPII_AGREE_NODE_MIN_NEG,
     MPII_AGREE_PACED, MPII_AGREE_PACED_NEG,     /* paced Alltoall(v)s carry order reports */
     MPII_AGREE_COUNT
 };
 
-static void say_off_for_job(int rank, const char *missing, const char *bypassed)
+static void say_off_for_job(int rank)
 {
-    if (missing) {
-        fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d found no definition of "
-                "%s() in the C library.\n", rank, missing);
-    } else if (bypassed) {
-        Dl_info self;
-        const char *libmpi = dladdr((void *) MPIR_Tnbc_world_init, &self) && self.dli_fname ?
-            self.dli_fname : "libmpi.so.12";
-        fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d calls libc's %s(), not "
-                "libmpi's (libmpi was loaded after libc). Link the program with mpicc, mpicxx "
-                "or mpif90, or run it with LD_PRELOAD=%s (README.tnbc, \"Linking\").\n",
-                rank, bypassed, libmpi);
+    if (off_here == 1) {
+        fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d: %s.\n", rank, off_why);
+    } else if (off_here == 2) {
+        fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d could not redirect the C "
+                "library's functions to the page guards: %s.\n", rank, hooks_why);
     } else {
         fprintf(stderr, "[tnbc] T-NBC is off for this job: MPIR_CVAR_TNBC_MIN_BYTES, "
                 "MPIR_CVAR_TNBC_NODE_MIN_BYTES or whether MPIR_CVAR_TNBC_PACE_BYTES is set "
@@ -201,16 +205,14 @@ static void say_off_for_job(int rank, const char *missing, const char *bypassed)
     }
 }
 
-static int agree_on_interposition(void)
+static int agree_job_wide(void)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
     MPIR_Comm *world = MPIR_Process.comm_world;
-    const char *bypassed = "?", *missing = MPIR_Pageguard_libc_missing();
     int mine[MPII_AGREE_COUNT], all[MPII_AGREE_COUNT];
 
-    mine[MPII_AGREE_FIRST_BYPASSING] = !missing && MPIR_Pageguard_interposed(&bypassed) ?
-        INT_MAX : world->rank;
+    mine[MPII_AGREE_FIRST_OFF] = off_here ? world->rank : INT_MAX;
     mine[MPII_AGREE_MIN_BYTES] = MPIR_CVAR_TNBC_MIN_BYTES;
     mine[MPII_AGREE_MIN_BYTES_NEG] = -MPIR_CVAR_TNBC_MIN_BYTES;
     mine[MPII_AGREE_NODE_MIN] = MPIR_CVAR_TNBC_NODE_MIN_BYTES;
@@ -223,18 +225,16 @@ static int agree_on_interposition(void)
     MPIR_ERR_CHECK(mpi_errno);
     MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
 
-    int first_bypassing = all[MPII_AGREE_FIRST_BYPASSING];
+    int first_off = all[MPII_AGREE_FIRST_OFF];
     int thresholds_agree = all[MPII_AGREE_MIN_BYTES] == -all[MPII_AGREE_MIN_BYTES_NEG] &&
         all[MPII_AGREE_NODE_MIN] == -all[MPII_AGREE_NODE_MIN_NEG] &&
         all[MPII_AGREE_PACED] == -all[MPII_AGREE_PACED_NEG];
-    if (first_bypassing == INT_MAX && thresholds_agree) {
+    if (first_off == INT_MAX && thresholds_agree) {
         MPII_Tnbc_policy.job_off = 0;
         goto fn_exit;
     }
-    if (first_bypassing == world->rank)
-        say_off_for_job(world->rank, missing, bypassed);
-    else if (first_bypassing == INT_MAX && world->rank == 0)
-        say_off_for_job(0, NULL, NULL);
+    if (first_off == world->rank || (first_off == INT_MAX && world->rank == 0))
+        say_off_for_job(world->rank);
 
   fn_exit:
     return mpi_errno;
@@ -250,7 +250,7 @@ int MPIR_Tnbc_world_init(void)
     if (done || !MPIR_CVAR_TNBC_ENABLE || !MPIR_Process.comm_world)
         goto fn_exit;
     done = 1;
-    mpi_errno = agree_on_interposition();
+    mpi_errno = agree_job_wide();
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPII_Tnbc_node_init();
     MPIR_ERR_CHECK(mpi_errno);
@@ -266,5 +266,7 @@ int MPIR_Tnbc_finalize(void)
     /* the operations were drained and the helper stopped by MPIR_Tnbc_finalize_drain */
     int mpi_errno = MPII_Tnbc_access_finalize();
     int engine_errno = MPII_Tnbc_engine_finalize();
+    /* nothing is guarded any more: every redirected slot gets the C library's function back */
+    MPIR_Pageguard_hooks_remove();
     return mpi_errno ? mpi_errno : engine_errno;
 }

@@ -47,8 +47,8 @@ typedef enum {
     MPIR_TNBC_DECLINE_UNSUPPORTED,      /* no T-NBC schedule builder for this collective yet */
     MPIR_TNBC_DECLINE_NOT_READY,        /* outside MPI_Init..MPI_Finalize, or T-NBC switched off */
     MPIR_TNBC_DECLINE_INTERNAL,         /* MPICH's own call (e.g. in MPI_Comm_split) */
-    MPIR_TNBC_DECLINE_JOB_OFF,          /* off for the job: a process bypasses libmpi's libc
-                                         * wrappers, or no MPI_Init (MPIR_Tnbc_world_init) */
+    MPIR_TNBC_DECLINE_JOB_OFF,          /* off for the job: a process could not install the
+                                         * libc hooks, or no MPI_Init (MPIR_Tnbc_world_init) */
     MPIR_TNBC_DECLINE_INTERCOMM,
     MPIR_TNBC_DECLINE_WORLDS,           /* processes of several worlds: each world decided on
                                          * T-NBC alone (MPIR_Tnbc_world_init) */
@@ -104,7 +104,7 @@ typedef struct {
     size_t pace_bytes;          /* MPIR_CVAR_TNBC_PACE_BYTES as MPI_Init found it (0: off); its
                                  * schedules carry order reports, so it is agreed */
     int job_off;                /* every call declined: until MPI_Init's agreement, and for
-                                 * good where a process bypasses libmpi's libc wrappers */
+                                 * good where a process could not install the libc hooks */
 } MPIR_Tnbc_policy_t;
 
 #define MPIR_TNBC_NODE_DECLINE_ALL SIZE_MAX

@@ -63,6 +63,7 @@ typedef struct {
     uint64_t pages_dropped;
     uint64_t staging_reused, pages_moved;
     uint64_t release_hist[MPIR_PAGEGUARD_LATENCY_BUCKETS];
+    uint64_t hooked_objects, hooked_slots, hooked_foreign, hook_calls_from_self;
 } MPII_Tnbc_counters_t;
 
 static MPII_Tnbc_counters_t st;
@@ -239,6 +240,11 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
                     "inside the calls\n", who, MPIR_Tnbc_coll_name(c), v[MPII_ST_SUBS],
                     v[MPII_ST_BYTES] / 1048576.0, v[MPII_ST_IN_CALL_NS] / 1e6);
     }
+    if (s->hooked_objects)
+        fprintf(stderr, "[tnbc %s] libc hooks: %" PRIu64 " GOT slots redirected in %" PRIu64
+                " objects, %" PRIu64 " left to another interposer; calls from libmpi itself %"
+                PRIu64 "\n", who, s->hooked_slots, s->hooked_objects, s->hooked_foreign,
+                s->hook_calls_from_self);
     if (s->settles)
         fprintf(stderr, "[tnbc %s] MPI calls that first waited for T-NBC data in their buffers: "
                 "%" PRIu64 ", %.3f ms\n", who, s->settles, s->settle_ns / 1e6);
@@ -334,6 +340,12 @@ int MPII_Tnbc_stats_reduce_and_print(void)
     st.staging_reused = pg.staging_reused;
     st.pages_moved = pg.pages_moved;
     memcpy(st.release_hist, pg.release_hist, sizeof(st.release_hist));
+    MPIR_Pageguard_hooks_stats_t hooks;
+    MPIR_Pageguard_hooks_get_stats(&hooks);
+    st.hooked_objects = hooks.objects;
+    st.hooked_slots = hooks.slots;
+    st.hooked_foreign = hooks.foreign;
+    st.hook_calls_from_self = hooks.calls_from_self;
 
     if (MPIR_CVAR_TNBC_STATS >= 2) {
         char who[16];

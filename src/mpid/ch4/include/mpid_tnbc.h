@@ -16,6 +16,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* 1 when the device can carry T-NBC's messages; 0 with *why (T-NBC is then off for the job). */
+int MPID_Tnbc_available(const char **why);
+
 /* The descriptor that becomes readable when the network has news for this process after
  * MPID_Tnbc_arm returned 1, or -1 when the network cannot wake a sleeper (the caller then
  * polls). Under the global lock. */
@@ -38,6 +41,10 @@ int MPID_Tnbc_watch_unmaps(void (*cb) (void *addr, size_t len));
 /* [addr, addr + len) holds other physical pages from now on: what the device cached about
  * that memory (registrations) must go. Returns 0 when it cannot be told. */
 int MPID_Tnbc_pages_replaced(void *addr, size_t len);
+
+/* 1 when the shared object at path (as the dynamic linker names it) is part of the device: its
+ * calls to the C library are the device's own, never the program's, and stay unhooked. */
+int MPID_Tnbc_owns_object(const char *path);
 
 /* The buffer a persistent point-to-point or partitioned request was made with: 1 and the
  * arguments, or 0 for other requests. */

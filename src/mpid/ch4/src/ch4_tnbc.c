@@ -4,13 +4,21 @@
  */
 
 /* ch4's side of T-NBC's device interface (mpid_tnbc.h): the network's part goes to the netmod
- * (netmod_tnbc.h; the UCX netmod has it), the request buffers and the node segment are ch4's
- * own. Built by a patch in maint/patches. */
+ * (netmod_tnbc.h; the UCX netmod has it, other netmods get answers that turn T-NBC off), the
+ * request buffers and the node segment are ch4's own. Built by a patch in maint/patches. */
 
 #include "mpidimpl.h"
 #include "mpid_tnbc.h"
+#ifdef HAVE_CH4_NETMOD_UCX
 #include "netmod_tnbc.h"
+#endif
 #include "mpidu_shm.h"
+
+#ifdef HAVE_CH4_NETMOD_UCX
+int MPID_Tnbc_available(const char **why)
+{
+    return 1;
+}
 
 int MPID_Tnbc_event_fd(void)
 {
@@ -36,6 +44,51 @@ int MPID_Tnbc_pages_replaced(void *addr, size_t len)
 {
     return MPIDI_NM_tnbc_pages_replaced(addr, len);
 }
+
+int MPID_Tnbc_owns_object(const char *path)
+{
+    return MPIDI_NM_tnbc_owns_object(path);
+}
+
+#else
+/* A netmod without the network's part (ch4:ofi): T-NBC is off for the job (it never calls the
+ * rest; they answer as a network that can do nothing would). */
+int MPID_Tnbc_available(const char **why)
+{
+    *why = "this build's netmod has no T-NBC support (ch4:ucx has)";
+    return 0;
+}
+
+int MPID_Tnbc_event_fd(void)
+{
+    return -1;
+}
+
+int MPID_Tnbc_progress(void)
+{
+    return 0;
+}
+
+int MPID_Tnbc_arm(int drained)
+{
+    return 0;
+}
+
+int MPID_Tnbc_watch_unmaps(void (*cb) (void *addr, size_t len))
+{
+    return 0;
+}
+
+int MPID_Tnbc_pages_replaced(void *addr, size_t len)
+{
+    return 0;
+}
+
+int MPID_Tnbc_owns_object(const char *path)
+{
+    return 0;
+}
+#endif
 
 int MPID_Tnbc_request_buffer(MPIR_Request * req, const void **buf, MPI_Aint * count,
                              MPI_Datatype * datatype)

@@ -18,5 +18,6 @@ int MPIDI_NM_tnbc_arm(int drained);
 int MPIDI_NM_tnbc_watch_unmaps(void (*cb) (void *addr, size_t len));
 /* raised as an unmap event, so the callback of MPIDI_NM_tnbc_watch_unmaps sees it too */
 int MPIDI_NM_tnbc_pages_replaced(void *addr, size_t len);
+int MPIDI_NM_tnbc_owns_object(const char *path);
 
 #endif /* NETMOD_TNBC_H_INCLUDED */

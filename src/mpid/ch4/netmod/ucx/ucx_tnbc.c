@@ -78,6 +78,15 @@ int MPIDI_NM_tnbc_watch_unmaps(void (*cb) (void *addr, size_t len))
     return set(UCM_EVENT_VM_UNMAPPED, -1, on_vm_unmapped, NULL) == UCS_OK;
 }
 
+/* UCX's libraries (libucs, libucp, libuct, libucm) and its transport modules (libuct_*,
+ * libucx_*, under lib/ucx) */
+int MPIDI_NM_tnbc_owns_object(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return strncmp(base, "libuc", 5) == 0 && base[5] != '\0' && strchr("mpstx", base[5]);
+}
+
 int MPIDI_NM_tnbc_pages_replaced(void *addr, size_t len)
 {
     /* UCX's registration caches drop the range on this event */
