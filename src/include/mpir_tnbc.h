@@ -67,8 +67,9 @@ int MPIR_Tnbc_settle_all(void);
 int MPIR_Tnbc_settle_comm(MPIR_Comm * comm_ptr);
 int MPIR_Tnbc_settle_requests(int count, MPIR_Request * const *requests);
 int MPIR_Tnbc_finalize_drain(void);
-/* Collective over COMM_WORLD, once it exists: whether every process calls libmpi's libc
- * wrappers (T-NBC is off for the job otherwise), and the node's segment for node arbitration. */
+/* Collective over COMM_WORLD, once it exists: whether every process could install the libc
+ * hooks and has device support (T-NBC is off for the job otherwise), and the node's segment
+ * for node arbitration. */
 int MPIR_Tnbc_world_init(void);
 
 #define MPIR_TNBC_SETTLE_BUF(buf_, count_, datatype_)                           \

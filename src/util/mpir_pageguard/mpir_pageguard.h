@@ -50,6 +50,8 @@
 #define MPIR_PAGEGUARD_ERR_PROT     -8  /* not private memory the program can read and write
                                          * (read-only, a read-only file, mixed protections,
                                          * shared): copy or wait */
+#define MPIR_PAGEGUARD_ERR_HOOKS   -10 /* an object loaded later calls a signal or I/O
+                                         * function past its hook: complete synchronously */
 #define MPIR_PAGEGUARD_ERR_EXPOSED  -9  /* in an RMA window (MPIR_Pageguard_expose): copy or
                                          * wait */
 
@@ -224,11 +226,16 @@ size_t MPIR_Pageguard_forget_recv(const void *addr, size_t len);
  * this module's stand-ins (hooks), which settle guarded pages first, by rewriting those
  * objects' GOT slots -- whatever order the program, libc and libmpi were loaded in; libmpi
  * defines none of these names. device_owns(path) names the device's objects (NULL: none).
- * Returns 0, or -1 with *why where it cannot be done (nothing is then redirected). Objects
- * loaded later are redirected at the next registration (MPIR_Pageguard_hooks_refresh). Not
- * async-signal-safe; idempotent. remove writes every slot back. */
+ * Returns 0, or -1 with *why where a signal or I/O call could not reach its hook (a processor
+ * whose relocations are not understood, a slot another interposer rewrote, a program that
+ * defines the function itself); nothing is then redirected. Objects loaded later are
+ * redirected at the next registration (MPIR_Pageguard_hooks_refresh). Not async-signal-safe;
+ * idempotent. remove writes every slot back. */
 int MPIR_Pageguard_hooks_install(int (*device_owns) (const char *path), const char **why);
-void MPIR_Pageguard_hooks_refresh(void);
+/* Objects loaded since the last walk (or every object, force) get the hooks. -1 once an object
+ * had a signal or I/O call that cannot reach its hook (another interposer rewrote the slot):
+ * nothing may be guarded from then on. */
+int MPIR_Pageguard_hooks_refresh(int force);
 void MPIR_Pageguard_hooks_remove(void);
 int MPIR_Pageguard_hooks_installed(void);
 typedef struct {

@@ -18,8 +18,10 @@
 #include "pageguard_libc.h"
 #include "pageguard_patch.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 static MPII_Pageguard_patch_t patches[MPII_LIBC_COUNT];
@@ -33,10 +35,19 @@ static struct {
     pthread_mutex_t lock;
     int npatches;
     int (*device_owns) (const char *path);
-    unsigned long long generation;      /* of the loaded objects when last patched */
+    atomic_ullong generation;   /* of the loaded objects when last patched */
     MPII_Pageguard_patch_counts_t counts;
     atomic_int installed;
+    atomic_int incomplete;      /* an object loaded later has a signal or I/O call we miss */
+    char why[256];
 } hooked = {.lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Without the hooks of these, T-NBC keeps guarded send buffers out of the allocator's heap
+ * instead (tnbc_init.c); every other function must reach its hook. */
+static int is_alloc(const char *name)
+{
+    return strcmp(name, "free") == 0 || strncmp(name, "realloc", 7) == 0;
+}
 
 static int skip_object(const char *path, uintptr_t lo, uintptr_t hi, void *arg)
 {
@@ -50,12 +61,30 @@ static int skip_object(const char *path, uintptr_t lo, uintptr_t hi, void *arg)
     return hooked.device_owns && path[0] && hooked.device_owns(path);
 }
 
-static void patch_all(MPII_Pageguard_patch_mode_t mode)
+/* 0, or -1 with hooked.why when a signal or I/O call of some object cannot reach its hook */
+static int patch_all(MPII_Pageguard_patch_mode_t mode)
 {
     MPII_Pageguard_patch_counts_t counts;
-    hooked.generation = MPII_Pageguard_patch_generation();
-    MPII_Pageguard_patch_objects(patches, hooked.npatches, mode, skip_object, NULL, &counts);
+    atomic_store(&hooked.generation, MPII_Pageguard_patch_generation());
+    int rc = MPII_Pageguard_patch_objects(patches, hooked.npatches, mode, skip_object, NULL,
+                                          &counts);
     hooked.counts = counts;
+    if (mode == MPII_PAGEGUARD_PATCH_REMOVE)
+        return 0;
+    if (rc != 0 || counts.failed) {
+        snprintf(hooked.why, sizeof(hooked.why), "%s", rc == -2 ?
+                 "this processor's relocations are not supported (x86-64 and AArch64 are)" :
+                 rc != 0 ? "the list of loaded objects could not be made" :
+                 "some objects' GOT slots could not be made writable");
+        return -1;
+    }
+    if (counts.foreign && !is_alloc(counts.foreign_name)) {
+        snprintf(hooked.why, sizeof(hooked.why), "the GOT slot of %s() in %s was rewritten by "
+                 "another interposer", counts.foreign_name,
+                 counts.foreign_object[0] ? counts.foreign_object : "the program");
+        return -1;
+    }
+    return 0;
 }
 
 int MPIR_Pageguard_hooks_install(int (*device_owns) (const char *path), const char **why)
@@ -64,14 +93,16 @@ int MPIR_Pageguard_hooks_install(int (*device_owns) (const char *path), const ch
     pthread_mutex_lock(&hooked.lock);
     if (atomic_load(&hooked.installed))
         goto fn_exit;
-#if !defined(__x86_64__) && !defined(__aarch64__)
-    *why = "this processor's relocations are not supported (x86-64 and AArch64 are)";
-    rc = -1;
-    goto fn_exit;
-#endif
     MPII_Pageguard_libc_resolve();
     hooked.npatches = 0;
     for (int i = 0; i < MPII_LIBC_COUNT; i++) {
+        const char *name = MPII_Pageguard_libc.name[i];
+        if (MPII_Pageguard_libc.program_defines[i] && !is_alloc(name)) {
+            snprintf(hooked.why, sizeof(hooked.why), "the program defines %s() itself", name);
+            *why = hooked.why;
+            rc = -1;
+            goto fn_exit;
+        }
         /* a function the C library lacks cannot be called by anybody */
         if (!MPII_Pageguard_libc.callee[i])
             continue;
@@ -80,13 +111,17 @@ int MPIR_Pageguard_hooks_install(int (*device_owns) (const char *path), const ch
                 .bound = MPII_Pageguard_libc.bound[i],.callee = MPII_Pageguard_libc.callee[i]};
     }
     hooked.device_owns = device_owns;
-    patch_all(MPII_PAGEGUARD_PATCH_INSTALL);
-    if (hooked.counts.failed) {
+    if (patch_all(MPII_PAGEGUARD_PATCH_INSTALL) != 0) {
         patch_all(MPII_PAGEGUARD_PATCH_REMOVE);
-        *why = "some objects' GOT slots could not be made writable";
+        *why = hooked.why;
         rc = -1;
         goto fn_exit;
     }
+    /* the slots point into libmpi until MPI_Finalize writes them back: a dlclose of libmpi
+     * before that must not unmap the hooks */
+    Dl_info self;
+    if (dladdr((void *) skip_object, &self) && self.dli_fname)
+        dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
     atomic_store(&hooked.installed, 1);
 
   fn_exit:
@@ -94,15 +129,17 @@ int MPIR_Pageguard_hooks_install(int (*device_owns) (const char *path), const ch
     return rc;
 }
 
-void MPIR_Pageguard_hooks_refresh(void)
+int MPIR_Pageguard_hooks_refresh(int force)
 {
-    if (!atomic_load_explicit(&hooked.installed, memory_order_acquire) ||
-        MPII_Pageguard_patch_generation() == hooked.generation)
-        return;
-    pthread_mutex_lock(&hooked.lock);
-    if (atomic_load(&hooked.installed))
-        patch_all(MPII_PAGEGUARD_PATCH_INSTALL);
-    pthread_mutex_unlock(&hooked.lock);
+    if (!atomic_load_explicit(&hooked.installed, memory_order_acquire))
+        return 0;
+    if (force || MPII_Pageguard_patch_generation() != atomic_load(&hooked.generation)) {
+        pthread_mutex_lock(&hooked.lock);
+        if (atomic_load(&hooked.installed) && patch_all(MPII_PAGEGUARD_PATCH_INSTALL) != 0)
+            atomic_store(&hooked.incomplete, 1);
+        pthread_mutex_unlock(&hooked.lock);
+    }
+    return atomic_load(&hooked.incomplete) ? -1 : 0;
 }
 
 void MPIR_Pageguard_hooks_remove(void)
@@ -132,8 +169,11 @@ void MPIR_Pageguard_hooks_get_stats(MPIR_Pageguard_hooks_stats_t * stats)
 
 int MPIR_Pageguard_alloc_interposed(void)
 {
-    return atomic_load(&hooked.installed) && MPII_Pageguard_libc.callee[MPII_LIBC_FREE] &&
-        MPII_Pageguard_libc.callee[MPII_LIBC_REALLOC];
+    const MPII_Pageguard_libc_t *libc = &MPII_Pageguard_libc;
+    return atomic_load(&hooked.installed) && libc->usable_size &&
+        libc->callee[MPII_LIBC_FREE] && !libc->program_defines[MPII_LIBC_FREE] &&
+        libc->callee[MPII_LIBC_REALLOC] && !libc->program_defines[MPII_LIBC_REALLOC] &&
+        !(hooked.counts.foreign && is_alloc(hooked.counts.foreign_name));
 }
 
 void *MPIR_Pageguard_hook(const char *name)

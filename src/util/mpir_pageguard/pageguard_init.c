@@ -163,6 +163,8 @@ const char *MPIR_Pageguard_strerror(int rc)
                 "read-only, shared, mixed)";
         case MPIR_PAGEGUARD_ERR_EXPOSED:
             return "buffer is in an RMA window";
+        case MPIR_PAGEGUARD_ERR_HOOKS:
+            return "a library loaded since MPI_Init calls a C library function past its hook";
         default:
             return "unknown page-guard error";
     }

@@ -68,6 +68,7 @@ typedef struct {
     const char *name[MPII_LIBC_COUNT];
     void *bound[MPII_LIBC_COUNT];       /* what the process's objects are bound to */
     void *callee[MPII_LIBC_COUNT];      /* the code a hook calls; NULL: libc has none */
+    int program_defines[MPII_LIBC_COUNT];       /* the program's own: its calls bypass slots */
     size_t (*usable_size) (void *);     /* the allocator's, when it is free's; else NULL */
     size_t pagesize;
 } MPII_Pageguard_libc_t;

@@ -18,10 +18,12 @@
 #endif
 #include "pageguard_patch.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -45,6 +47,7 @@ typedef struct {
     void *arg;
     MPII_Pageguard_patch_counts_t *counts;
     uintptr_t pagesize;
+    const char *path;           /* of the object being visited */
 } walk_t;
 
 typedef struct {
@@ -80,7 +83,10 @@ static void *wanted(const walk_t * w, const object_t * o, const MPII_Pageguard_p
     if (now == p->bound || now == p->callee ||
         (call_slot && (uintptr_t) now >= o->lo && (uintptr_t) now < o->hi))
         return p->hook;
-    w->counts->foreign++;
+    if (!w->counts->foreign++) {
+        w->counts->foreign_name = p->name;
+        w->counts->foreign_object = w->path;
+    }
     return NULL;
 }
 
@@ -97,15 +103,14 @@ static void rewrite(const walk_t * w, const object_t * o, void **slot, void *wor
         mprotect((void *) page, w->pagesize, PROT_READ);
 }
 
-/* The definer's own slot for a name whose canonical address is a program's stub (a program
- * built without PIE that takes the function's address): the definer's internal calls (libc's
- * own frees) would go through that stub, so through the hook; they go straight to the
- * definition instead, as they do in every other program. */
+/* The slot of a definer (libc, a preloaded allocator) for a name whose canonical address is a
+ * program's stub (a program built without PIE that takes the function's address): the
+ * definer's internal calls (libc's own frees) would go through that stub, so through the hook;
+ * they go straight to the definition instead, as they do in every other program. */
 static void own_route(const walk_t * w, const object_t * o, const MPII_Pageguard_patch_t * p,
                       void **slot)
 {
-    uintptr_t callee = (uintptr_t) p->callee;
-    if (p->bound == p->callee || callee < o->lo || callee >= o->hi)
+    if (p->bound == p->callee)
         return;
     void *now = atomic_load_explicit((_Atomic(void *) *) slot, memory_order_acquire);
     if (w->mode == MPII_PAGEGUARD_PATCH_INSTALL && now == p->bound)
@@ -158,15 +163,21 @@ static uintptr_t dyn_address(const object_t * o, ElfW(Addr) v)
     return v < o->base ? o->base + v : v;
 }
 
-static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    const walk_t *w = arg;
-    object_t o = {.base = info->dlpi_addr,.lo = UINTPTR_MAX };
-    const ElfW(Dyn) * dyn = NULL;
-    (void) size;
+/* A loaded object as dl_iterate_phdr lists it */
+typedef struct {
+    const char *path;           /* "" for the program */
+    uintptr_t base;
+    const ElfW(Phdr) * phdr;
+    int phnum;
+} listed_t;
 
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) * ph = &info->dlpi_phdr[i];
+static void visit_object(walk_t * w, const listed_t * info)
+{
+    object_t o = {.base = info->base,.lo = UINTPTR_MAX };
+    const ElfW(Dyn) * dyn = NULL;
+
+    for (int i = 0; i < info->phnum; i++) {
+        const ElfW(Phdr) * ph = &info->phdr[i];
         uintptr_t lo = o.base + ph->p_vaddr, hi = lo + ph->p_memsz;
         if (ph->p_type == PT_LOAD) {
             o.lo = lo < o.lo ? lo : o.lo;
@@ -179,8 +190,9 @@ static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
             o.relro_hi = hi & ~(w->pagesize - 1);
         }
     }
-    if (!dyn || w->skip(info->dlpi_name ? info->dlpi_name : "", o.lo, o.hi, w->arg))
-        return 0;
+    if (!dyn || w->skip(info->path, o.lo, o.hi, w->arg))
+        return;
+    w->path = info->path;
 
     uintptr_t jmprel = 0, rela = 0;
     size_t jmprel_size = 0, rela_size = 0, rela_ent = sizeof(ElfW(Rela));
@@ -217,11 +229,11 @@ static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
         }
     }
     if (!o.symtab || !o.strtab)
-        return 0;
+        return;
     w->counts->objects++;
     if (!plt_is_rela || rela_ent != sizeof(ElfW(Rela))) {
         w->counts->failed++;    /* not a layout this platform uses */
-        return 0;
+        return;
     }
     /* some linkers count the call relocations in the general table too */
     if (rela && jmprel >= rela && jmprel < rela + rela_size)
@@ -230,7 +242,52 @@ static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
         visit_relocs(w, &o, (const ElfW(Rela) *) jmprel, jmprel_size / sizeof(ElfW(Rela)));
     if (rela)
         visit_relocs(w, &o, (const ElfW(Rela) *) rela, rela_size / sizeof(ElfW(Rela)));
+}
+
+typedef struct {
+    listed_t *objects;
+    int n, cap, incomplete;
+} list_t;
+
+static int list_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    list_t *l = arg;
+    (void) size;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        listed_t *grown = realloc(l->objects, cap * sizeof(*grown));
+        if (!grown) {
+            l->incomplete = 1;
+            return 1;
+        }
+        l->objects = grown;
+        l->cap = cap;
+    }
+    l->objects[l->n++] = (listed_t) {
+    .path = info->dlpi_name ? info->dlpi_name : "",.base = info->dlpi_addr,
+            .phdr = info->dlpi_phdr,.phnum = info->dlpi_phnum};
     return 0;
+}
+
+/* Pin object i of the list (the program is the first) once its loading is complete: the list
+ * shows an object being loaded by another thread before its relocations are done, and
+ * dlopen(RTLD_NOLOAD) waits for that. NULL: gone, not finished, or in a namespace of its own
+ * (dlmopen: bound to its own copies of the C library), where nothing is rewritten. */
+static void *pin(const list_t * l, int i)
+{
+    const listed_t *o = &l->objects[i];
+    if (i > 0 && !o->path[0])
+        return NULL;
+    void *handle = dlopen(i == 0 ? NULL : o->path, RTLD_LAZY | RTLD_NOLOAD);
+    struct link_map *map = NULL;
+    Lmid_t lmid = LM_ID_BASE;
+    if (handle && (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map ||
+                   map->l_addr != o->base || dlinfo(handle, RTLD_DI_LMID, &lmid) != 0 ||
+                   lmid != LM_ID_BASE)) {
+        dlclose(handle);
+        handle = NULL;
+    }
+    return handle;
 }
 
 int MPII_Pageguard_patch_objects(const MPII_Pageguard_patch_t * patches, int count,
@@ -240,7 +297,7 @@ int MPII_Pageguard_patch_objects(const MPII_Pageguard_patch_t * patches, int cou
 {
     memset(counts, 0, sizeof(*counts));
 #ifndef MPII_RELOC_CALL
-    return -1;
+    return -2;
 #endif
     walk_t w = {.patches = patches,.count = count,.mode = mode,.skip = skip,.arg = arg,
         .counts = counts,.pagesize = (uintptr_t) sysconf(_SC_PAGESIZE)
@@ -248,8 +305,17 @@ int MPII_Pageguard_patch_objects(const MPII_Pageguard_patch_t * patches, int cou
     memset(w.first_char, 0, sizeof(w.first_char));
     for (int i = 0; i < count; i++)
         w.first_char[(unsigned char) patches[i].name[0]] = 1;
-    dl_iterate_phdr(visit_object, &w);
-    return 0;
+    list_t l = { 0 };
+    dl_iterate_phdr(list_object, &l);
+    for (int i = 0; i < l.n; i++) {
+        void *handle = pin(&l, i);
+        if (!handle)
+            continue;
+        visit_object(&w, &l.objects[i]);
+        dlclose(handle);
+    }
+    free(l.objects);
+    return l.incomplete ? -1 : 0;
 }
 
 static int read_generation(struct dl_phdr_info *info, size_t size, void *arg)

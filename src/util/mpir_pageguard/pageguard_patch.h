@@ -28,6 +28,8 @@ typedef struct {
     unsigned objects;           /* objects looked at (not skipped) */
     unsigned slots;             /* slots holding a hook after the call */
     unsigned foreign;           /* slots bound elsewhere (another interposer's), left alone */
+    const char *foreign_name;   /* the first of them: its function and object */
+    const char *foreign_object;
     unsigned failed;            /* slots that could not be made writable */
 } MPII_Pageguard_patch_counts_t;
 
@@ -42,9 +44,13 @@ typedef enum {
 } MPII_Pageguard_patch_mode_t;
 
 /* Walk every loaded object that skip does not exclude and rewrite the slots of its imports of
- * the names in patches (function-call and address slots). Idempotent; safe while other threads
- * call through the slots (each slot is one aligned word). Returns 0, or -1 where the platform's
- * relocations are not understood (nothing was written). Not async-signal-safe. */
+ * the names in patches (function-call and address slots). Objects still being loaded by
+ * another thread are waited for; objects of other link namespaces (dlmopen) are left alone.
+ * Idempotent; other threads may call through the slots meanwhile (each slot is one aligned
+ * word), but a lazy binding they resolve at the same moment may write over a hook (walk
+ * again). Returns 0, -1 when the list of objects could not be made (no memory), or -2 where
+ * the processor's relocations are not understood (x86-64 and AArch64 are). Not
+ * async-signal-safe. */
 int MPII_Pageguard_patch_objects(const MPII_Pageguard_patch_t * patches, int count,
                                  MPII_Pageguard_patch_mode_t mode,
                                  MPII_Pageguard_patch_skip_fn skip, void *arg,

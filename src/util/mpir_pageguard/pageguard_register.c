@@ -21,8 +21,9 @@ int MPIR_Pageguard_register_filled(void *addr, size_t len, int nsub, const size_
     *region = NULL;
     if (!atomic_load(&MPII_pageguard.on) || !MPIR_Pageguard_check_handler())
         return MPIR_PAGEGUARD_ERR_OFF;
+    if (MPIR_Pageguard_hooks_refresh(0) != 0)   /* objects loaded since the last region */
+        return MPIR_PAGEGUARD_ERR_HOOKS;
     MPII_Pageguard_ensure_altstack();
-    MPIR_Pageguard_hooks_refresh();     /* objects loaded since the last region */
     return MPII_Pageguard_region_add(addr, len, nsub, sub_off, sub_len, fill, kind, flags,
                                      region);
 }

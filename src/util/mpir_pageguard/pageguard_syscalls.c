@@ -20,6 +20,7 @@
 #include "mpir_pageguard.h"
 #include "pageguard_libc.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -30,6 +31,13 @@ static inline void settle(const void *buf, size_t len, int into)
     if (MPIR_Pageguard_any_region() && buf && len)
         MPIR_Pageguard_guarded_pages(buf, len,
                                      into ? MPIR_PAGEGUARD_TOUCH_WRITE : MPIR_PAGEGUARD_TOUCH_READ);
+}
+
+/* size * nmemb bytes from ptr, at most to the end of the address space */
+static size_t stdio_span(const void *ptr, size_t size, size_t nmemb)
+{
+    size_t len;
+    return __builtin_mul_overflow(size, nmemb, &len) ? SIZE_MAX - (uintptr_t) ptr : len;
 }
 
 static void settle_iov(const struct iovec *iov, int iovcnt, int into)
@@ -179,14 +187,14 @@ ssize_t MPII_Pageguard_hook_getrandom(void *buf, size_t len, unsigned int flags)
 size_t MPII_Pageguard_hook_fread(void *ptr, size_t size, size_t nmemb, FILE * stream)
 {
     MPII_PAGEGUARD_HOOK_ENTRY();
-    settle(ptr, size * nmemb, 1);
+    settle(ptr, stdio_span(ptr, size, nmemb), 1);
     return MPII_LIBC(FREAD, stdio_fn) (ptr, size, nmemb, stream);
 }
 
 size_t MPII_Pageguard_hook_fwrite(const void *ptr, size_t size, size_t nmemb, FILE * stream)
 {
     MPII_PAGEGUARD_HOOK_ENTRY();
-    settle(ptr, size * nmemb, 0);
+    settle(ptr, stdio_span(ptr, size, nmemb), 0);
     return MPII_LIBC(FWRITE, stdio_fn) ((void *) ptr, size, nmemb, stream);
 }
 
@@ -224,6 +232,7 @@ size_t MPII_Pageguard_hook_fread_chk(void *ptr, size_t ptrlen, size_t size, size
                                      FILE * stream)
 {
     MPII_PAGEGUARD_HOOK_ENTRY();
-    settle(ptr, size * nmemb < ptrlen ? size * nmemb : ptrlen, 1);
+    size_t len = stdio_span(ptr, size, nmemb);
+    settle(ptr, len < ptrlen ? len : ptrlen, 1);
     return MPII_LIBC(FREAD_CHK, fread_chk_fn) (ptr, ptrlen, size, nmemb, stream);
 }

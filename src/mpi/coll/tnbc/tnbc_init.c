@@ -109,9 +109,12 @@ MPIR_Tnbc_policy_t MPII_Tnbc_policy;
 /* glibc's default mmap threshold of free()d chunks */
 #define MPII_TNBC_MMAP_THRESHOLD (128 * 1024)
 
-/* Why T-NBC cannot run in this process: 1 the device cannot (off_why), 2 the C library's
- * functions could not be redirected to the page guards' hooks (hooks_why) */
-static int off_here;
+/* Why T-NBC cannot run in this process */
+static enum {
+    MPII_TNBC_CAN_RUN,
+    MPII_TNBC_NO_DEVICE_SUPPORT,        /* off_why */
+    MPII_TNBC_NO_HOOKS  /* the C library's functions could not be redirected (hooks_why) */
+} off_here;
 static const char *off_why, *hooks_why;
 
 static void tune_malloc(void)
@@ -161,10 +164,11 @@ int MPIR_Tnbc_init(void)
     if (MPIR_CVAR_TNBC_ENABLE) {
         /* before the application allocates its buffers; MPIR_Tnbc_world_init agrees on it */
         if (!MPID_Tnbc_available(&off_why))
-            off_here = 1;
+            off_here = MPII_TNBC_NO_DEVICE_SUPPORT;
         else if (MPIR_Pageguard_hooks_install(MPID_Tnbc_owns_object, &hooks_why) != 0)
-            off_here = 2;
-        tune_malloc();
+            off_here = MPII_TNBC_NO_HOOKS;
+        else
+            tune_malloc();
         MPII_Tnbc_settle_at_fork();
     }
 
@@ -193,9 +197,9 @@ enum {
 
 static void say_off_for_job(int rank)
 {
-    if (off_here == 1) {
+    if (off_here == MPII_TNBC_NO_DEVICE_SUPPORT) {
         fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d: %s.\n", rank, off_why);
-    } else if (off_here == 2) {
+    } else if (off_here == MPII_TNBC_NO_HOOKS) {
         fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d could not redirect the C "
                 "library's functions to the page guards: %s.\n", rank, hooks_why);
     } else {
@@ -212,7 +216,7 @@ static int agree_job_wide(void)
     MPIR_Comm *world = MPIR_Process.comm_world;
     int mine[MPII_AGREE_COUNT], all[MPII_AGREE_COUNT];
 
-    mine[MPII_AGREE_FIRST_OFF] = off_here ? world->rank : INT_MAX;
+    mine[MPII_AGREE_FIRST_OFF] = off_here != MPII_TNBC_CAN_RUN ? world->rank : INT_MAX;
     mine[MPII_AGREE_MIN_BYTES] = MPIR_CVAR_TNBC_MIN_BYTES;
     mine[MPII_AGREE_MIN_BYTES_NEG] = -MPIR_CVAR_TNBC_MIN_BYTES;
     mine[MPII_AGREE_NODE_MIN] = MPIR_CVAR_TNBC_NODE_MIN_BYTES;
@@ -231,8 +235,12 @@ static int agree_job_wide(void)
         all[MPII_AGREE_PACED] == -all[MPII_AGREE_PACED_NEG];
     if (first_off == INT_MAX && thresholds_agree) {
         MPII_Tnbc_policy.job_off = 0;
+        /* again: a lazy binding resolved by another thread during MPI_Init may have written
+         * over a hook */
+        MPIR_Pageguard_hooks_refresh(1);
         goto fn_exit;
     }
+    MPIR_Pageguard_hooks_remove();      /* nothing will be guarded */
     if (first_off == world->rank || (first_off == INT_MAX && world->rank == 0))
         say_off_for_job(world->rank);
 

@@ -48,7 +48,8 @@ typedef enum {
     MPIR_TNBC_DECLINE_NOT_READY,        /* outside MPI_Init..MPI_Finalize, or T-NBC switched off */
     MPIR_TNBC_DECLINE_INTERNAL,         /* MPICH's own call (e.g. in MPI_Comm_split) */
     MPIR_TNBC_DECLINE_JOB_OFF,          /* off for the job: a process could not install the
-                                         * libc hooks, or no MPI_Init (MPIR_Tnbc_world_init) */
+                                         * libc hooks or has no device support, thresholds
+                                         * differ, or no MPI_Init (MPIR_Tnbc_world_init) */
     MPIR_TNBC_DECLINE_INTERCOMM,
     MPIR_TNBC_DECLINE_WORLDS,           /* processes of several worlds: each world decided on
                                          * T-NBC alone (MPIR_Tnbc_world_init) */
