@@ -151,7 +151,7 @@ void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats);
 /* stall_ns alone, without the lock */
 uint64_t MPIR_Pageguard_stall_ns(void);
 
-/* sigaction as the program must see it (libmpi's sigaction calls this): for SIGSEGV the
+/* sigaction as the program must see it (the sigaction and signal hooks call this): for SIGSEGV the
  * program's handler is kept behind ours while the guards are on, and no handler gets SIGSEGV
  * in its mask; otherwise libc's. */
 struct sigaction;
