@@ -106,13 +106,13 @@ static int install(void)
     sa.sa_sigaction = handler;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (MPII_Pageguard_real_sigaction(SIGSEGV, &sa, &before) != 0)
+    if (sigaction(SIGSEGV, &sa, &before) != 0)
         return MPIR_PAGEGUARD_ERR_OFF;
     if (!MPII_Pageguard_is_our_handler(&before))
         MPII_Pageguard_set_previous(&before);
     /* Some libraries wrap sigaction and silently keep their own handler: check. */
     struct sigaction now;
-    if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) != 0 ||
+    if (sigaction(SIGSEGV, NULL, &now) != 0 ||
         !MPII_Pageguard_is_our_handler(&now))
         return MPIR_PAGEGUARD_ERR_OFF;
     return MPIR_PAGEGUARD_OK;
@@ -131,11 +131,11 @@ int MPII_Pageguard_install_handler(void)
 void MPII_Pageguard_uninstall_handler(void)
 {
     struct sigaction now;
-    if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) == 0 &&
+    if (sigaction(SIGSEGV, NULL, &now) == 0 &&
         MPII_Pageguard_is_our_handler(&now)) {
         struct sigaction back;
         MPII_Pageguard_get_previous(&back);
-        MPII_Pageguard_real_sigaction(SIGSEGV, &back, NULL);
+        sigaction(SIGSEGV, &back, NULL);
     }
 }
 
@@ -147,7 +147,7 @@ int MPIR_Pageguard_sigaction(int sig, const struct sigaction *act, struct sigact
     int on = atomic_load_explicit(&MPII_pageguard.on, memory_order_relaxed);
     if (on && sig == SIGSEGV) {
         struct sigaction now;
-        if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) == 0 &&
+        if (sigaction(SIGSEGV, NULL, &now) == 0 &&
             MPII_Pageguard_is_our_handler(&now)) {
             struct sigaction before;
             MPII_Pageguard_get_previous(&before);
@@ -161,9 +161,9 @@ int MPIR_Pageguard_sigaction(int sig, const struct sigaction *act, struct sigact
     if (on && act && sigismember(&act->sa_mask, SIGSEGV)) {
         struct sigaction unmasked = *act;
         sigdelset(&unmasked.sa_mask, SIGSEGV);
-        return MPII_Pageguard_real_sigaction(sig, &unmasked, old);
+        return sigaction(sig, &unmasked, old);
     }
-    return MPII_Pageguard_real_sigaction(sig, act, old);
+    return sigaction(sig, act, old);
 }
 
 int MPIR_Pageguard_check_handler(void)
@@ -171,7 +171,7 @@ int MPIR_Pageguard_check_handler(void)
     struct sigaction now;
     if (!atomic_load(&MPII_pageguard.on))
         return 0;
-    if (MPII_Pageguard_real_sigaction(SIGSEGV, NULL, &now) == 0 &&
+    if (sigaction(SIGSEGV, NULL, &now) == 0 &&
         MPII_Pageguard_is_our_handler(&now))
         return 1;
     atomic_fetch_add(&MPII_pageguard.replaced, 1);
@@ -240,7 +240,7 @@ static void chain(int sig, siginfo_t * info, void *uctx)
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
-    MPII_Pageguard_real_sigaction(sig, &dfl, NULL);
+    sigaction(sig, &dfl, NULL);
     if (info->si_code <= 0)
         raise(sig);
 }

@@ -177,11 +177,10 @@ int MPII_Pageguard_prot_by(MPII_Pageguard_prot_method_t how, uintptr_t lo, uintp
 
 /* ---- the bottom (pageguard_state.c) ---- */
 
-/* The process's sigaction (never a hook: libmpi's own slots are not redirected), and the
- * landing's pwrite as a raw system call (it writes from staging, never guarded, and is no
- * I/O of the program's that a preloaded tracer should see). */
-int MPII_Pageguard_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-ssize_t MPII_Pageguard_libc_pwrite(int fd, const void *buf, size_t count, off_t off);
+/* The landing's pwrite as a raw system call (it writes from staging, never guarded, and is no
+ * I/O of the program's that a preloaded tracer should see). The module's other calls of the C
+ * library (sigaction, ...) are plain: libmpi's own slots are never redirected to the hooks. */
+ssize_t MPII_Pageguard_raw_pwrite(int fd, const void *buf, size_t count, off_t off);
 uint64_t MPII_Pageguard_now_ns(void);
 int MPII_Pageguard_mprotect(uintptr_t addr, size_t len, int prot);
 /* The descriptor on /proc/self/mem, opened again when the program closed it or forked. */

@@ -512,7 +512,7 @@ static int copy_guarded(MPIR_Pageguard_region_t * r, int fd, uintptr_t at, uintp
 {
     const char *src = r->staging + (at - r->base);
     while (at < stop) {
-        ssize_t n = MPII_Pageguard_libc_pwrite(fd, src, stop - at, (off_t) at);
+        ssize_t n = MPII_Pageguard_raw_pwrite(fd, src, stop - at, (off_t) at);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)

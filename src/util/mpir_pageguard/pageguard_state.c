@@ -4,8 +4,8 @@
  */
 
 /* The bottom of the page guards: the module's state, and what every other part uses of the
- * system (libc's sigaction, the landing's pwrite, the clock, mprotect with its count, the
- * landing descriptor, this thread's stack). Calls nothing else of the module. */
+ * system (the landing's pwrite, the clock, mprotect with its count, the landing descriptor,
+ * this thread's stack). Calls nothing else of the module. */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -26,15 +26,8 @@ MPII_Pageguard_global_t MPII_pageguard = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-/* libmpi defines none of the functions the hooks stand in for, and its own slots are never
- * redirected (pageguard_hooks.c): a plain call reaches the process's definition. */
-int MPII_Pageguard_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-    return sigaction(sig, act, old);
-}
-
 /* raw: the landing is ours, not the program's I/O (a preloaded I/O tracer must not see it) */
-ssize_t MPII_Pageguard_libc_pwrite(int fd, const void *buf, size_t count, off_t off)
+ssize_t MPII_Pageguard_raw_pwrite(int fd, const void *buf, size_t count, off_t off)
 {
     return syscall(SYS_pwrite64, fd, buf, count, off);
 }

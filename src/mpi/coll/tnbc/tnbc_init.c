@@ -112,10 +112,10 @@ MPIR_Tnbc_policy_t MPII_Tnbc_policy;
 /* Why T-NBC cannot run in this process */
 static enum {
     MPII_TNBC_CAN_RUN,
-    MPII_TNBC_NO_DEVICE_SUPPORT,        /* off_why */
-    MPII_TNBC_NO_HOOKS  /* the C library's functions could not be redirected (hooks_why) */
+    MPII_TNBC_NO_DEVICE_SUPPORT,
+    MPII_TNBC_NO_HOOKS  /* the C library's functions could not be redirected */
 } off_here;
-static const char *off_why, *hooks_why;
+static const char *off_why;
 
 static void tune_malloc(void)
 {
@@ -165,7 +165,7 @@ int MPIR_Tnbc_init(void)
         /* before the application allocates its buffers; MPIR_Tnbc_world_init agrees on it */
         if (!MPID_Tnbc_available(&off_why))
             off_here = MPII_TNBC_NO_DEVICE_SUPPORT;
-        else if (MPIR_Pageguard_hooks_install(MPID_Tnbc_owns_object, &hooks_why) != 0)
+        else if (MPIR_Pageguard_hooks_install(MPID_Tnbc_owns_object, &off_why) != 0)
             off_here = MPII_TNBC_NO_HOOKS;
         else
             tune_malloc();
@@ -201,7 +201,7 @@ static void say_off_for_job(int rank)
         fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d: %s.\n", rank, off_why);
     } else if (off_here == MPII_TNBC_NO_HOOKS) {
         fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d could not redirect the C "
-                "library's functions to the page guards: %s.\n", rank, hooks_why);
+                "library's functions to the page guards: %s.\n", rank, off_why);
     } else {
         fprintf(stderr, "[tnbc] T-NBC is off for this job: MPIR_CVAR_TNBC_MIN_BYTES, "
                 "MPIR_CVAR_TNBC_NODE_MIN_BYTES or whether MPIR_CVAR_TNBC_PACE_BYTES is set "
