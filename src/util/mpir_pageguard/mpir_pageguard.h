@@ -95,6 +95,9 @@ typedef struct {
      * cache must forget the range); returns 0 when it cannot, and then no page moves. Called
      * before the moved pages are opened. */
     int (*pages_replaced) (void *addr, size_t len);
+    /* Told once of a condition under which the page guards do less from now on (may be NULL):
+     * what happened and what they do instead, one sentence. */
+    void (*warn) (const char *what);
 } MPIR_Pageguard_config_t;
 
 #define MPIR_PAGEGUARD_WAIT                  0

@@ -12,7 +12,6 @@
 #include "pageguard_internal.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -37,9 +36,10 @@ void MPIR_Pageguard_expose(const void *owner, const void *addr, size_t len)
         size_t cap = exposed_cap ? 2 * exposed_cap : 16;
         MPII_exposed_t *grown = realloc(exposed, cap * sizeof(*grown));
         if (!grown) {
-            if (!atomic_exchange(&exposed_lost, 1))
-                fprintf(stderr, "mpich-tnbc: out of memory recording an RMA window: no buffer "
-                        "is page-guarded from now on (collectives wait in the call)\n");
+            if (!atomic_exchange(&exposed_lost, 1) && MPII_pageguard.config.warn)
+                MPII_pageguard.config.warn("out of memory recording an RMA window: no buffer is "
+                                           "page-guarded from now on (collectives wait in the "
+                                           "call)");
             goto fn_exit;
         }
         exposed = grown;

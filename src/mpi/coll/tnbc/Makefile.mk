@@ -19,6 +19,7 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_gather.c \
     src/mpi/coll/tnbc/tnbc_init.c \
     src/mpi/coll/tnbc/tnbc_late_error.c \
+    src/mpi/coll/tnbc/tnbc_message.c \
     src/mpi/coll/tnbc/tnbc_neighbor.c \
     src/mpi/coll/tnbc/tnbc_node.c \
     src/mpi/coll/tnbc/tnbc_op.c \
@@ -39,6 +40,7 @@ noinst_HEADERS += \
     src/mpi/coll/tnbc/tnbc_flow.h \
     src/mpi/coll/tnbc/tnbc_gain.h \
     src/mpi/coll/tnbc/tnbc_late_error.h \
+    src/mpi/coll/tnbc/tnbc_message.h \
     src/mpi/coll/tnbc/tnbc_node.h \
     src/mpi/coll/tnbc/tnbc_op.h \
     src/mpi/coll/tnbc/tnbc_pairwise.h \

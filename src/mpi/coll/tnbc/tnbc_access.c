@@ -16,6 +16,7 @@
 
 #include "mpiimpl.h"
 #include "tnbc_access.h"
+#include "tnbc_message.h"
 #include "tnbc_util.h"
 #include "mpir_pageguard.h"
 
@@ -175,8 +176,8 @@ int MPII_Tnbc_access_init(void)
         if (!orders.trace_prefix)
             return MPI_ERR_NO_MEM;
         if (!trace_dir_writable(orders.trace_prefix)) {
-            fprintf(stderr, "T-NBC: MPIR_CVAR_TNBC_TRACE %s: its directory cannot be written; "
-                    "no trace is recorded\n", orders.trace_prefix);
+            MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "MPIR_CVAR_TNBC_TRACE %s: its directory cannot "
+                          "be written; no trace is recorded", orders.trace_prefix);
             orders.tracing = 0;
         }
     }
@@ -193,16 +194,16 @@ int MPII_Tnbc_access_init(void)
         MPIR_Tnbc_sites_free(&orders.sites);
         /* every process reads its own (the path may differ per rank) and says so */
         if (rc == MPIR_TNBC_PRIORITY_ERR_LIMIT)
-            fprintf(stderr, "T-NBC: MPIR_CVAR_TNBC_PROFILE %s: line %d goes beyond %d sites, %d "
-                    "blocks a site or %d blocks in all; profile ignored\n",
-                    MPIR_CVAR_TNBC_PROFILE, bad_line, MPIR_TNBC_SITES_MAX,
-                    MPIR_TNBC_SITE_BLOCKS_MAX, MPIR_TNBC_SITES_BLOCKS_MAX);
+            MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "MPIR_CVAR_TNBC_PROFILE %s: line %d goes beyond "
+                          "%d sites, %d blocks a site or %d blocks in all; profile ignored",
+                          MPIR_CVAR_TNBC_PROFILE, bad_line, MPIR_TNBC_SITES_MAX,
+                          MPIR_TNBC_SITE_BLOCKS_MAX, MPIR_TNBC_SITES_BLOCKS_MAX);
         else if (bad_line)
-            fprintf(stderr, "T-NBC: MPIR_CVAR_TNBC_PROFILE %s: line %d is not a profile line; "
-                    "profile ignored\n", MPIR_CVAR_TNBC_PROFILE, bad_line);
+            MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "MPIR_CVAR_TNBC_PROFILE %s: line %d is not a "
+                          "profile line; profile ignored", MPIR_CVAR_TNBC_PROFILE, bad_line);
         else
-            fprintf(stderr, "T-NBC: MPIR_CVAR_TNBC_PROFILE %s: cannot be read; profile "
-                    "ignored\n", MPIR_CVAR_TNBC_PROFILE);
+            MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "MPIR_CVAR_TNBC_PROFILE %s: cannot be read; "
+                          "profile ignored", MPIR_CVAR_TNBC_PROFILE);
     }
     return MPI_SUCCESS;
 }
@@ -416,7 +417,8 @@ int MPII_Tnbc_access_finalize(void)
             failed |= fclose(f) != 0;
         }
         if (failed)     /* the run's results stand: a lost trace is no reason to fail it */
-            fprintf(stderr, "T-NBC: MPIR_CVAR_TNBC_TRACE: cannot write %s; trace lost\n", path);
+            MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "MPIR_CVAR_TNBC_TRACE: cannot write %s; trace "
+                          "lost", path);
     }
     MPL_free(orders.trace_prefix);
     orders.trace_prefix = NULL;

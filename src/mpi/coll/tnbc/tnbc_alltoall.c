@@ -397,8 +397,8 @@ static int settle_sides(const void *call, MPIR_Comm * comm_ptr)
 
 /* Alltoallv and Alltoallw: the sides are the call's arguments. */
 static const MPII_Tnbc_form_t sides_form = {
-    .settle = settle_sides,.describe = MPII_Tnbc_pairwise_describe,.build = MPII_Tnbc_pairwise_build,
-    .finish = MPII_Tnbc_pairwise_finish
+    .settle = settle_sides,.describe = MPII_Tnbc_pairwise_describe,
+    .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish
 };
 
 typedef struct {
@@ -452,7 +452,8 @@ int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sen
                                      .flags = MPII_TNBC_SIZE_IS_GLOBAL},
         .sendcount = sendcount,.recvcount = recvcount
     };
-    return MPII_Tnbc_enter(&alltoall_form, &a, MPIR_TNBC_COLL_ALLTOALL, comm_ptr, tnbc_handled);
+    return MPII_Tnbc_enter(&alltoall_form, &a, MPIR_TNBC_COLL_ALLTOALL, comm_ptr, errflag,
+                           tnbc_handled);
 }
 
 int MPIR_Tnbc_Alltoallv(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint sdispls[],
@@ -464,7 +465,8 @@ int MPIR_Tnbc_Alltoallv(const void *sendbuf, const MPI_Aint sendcounts[], const 
         .send = {.buf = sendbuf,.counts = sendcounts,.displs = sdispls,.type = sendtype},
         .recv = {.buf = recvbuf,.counts = recvcounts,.displs = rdispls,.type = recvtype}
     };
-    return MPII_Tnbc_enter(&sides_form, &pw, MPIR_TNBC_COLL_ALLTOALLV, comm_ptr, tnbc_handled);
+    return MPII_Tnbc_enter(&sides_form, &pw, MPIR_TNBC_COLL_ALLTOALLV, comm_ptr, errflag,
+                           tnbc_handled);
 }
 
 int MPIR_Tnbc_Alltoallw(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint sdispls[],
@@ -476,5 +478,6 @@ int MPIR_Tnbc_Alltoallw(const void *sendbuf, const MPI_Aint sendcounts[], const 
         .send = {.buf = sendbuf,.counts = sendcounts,.displs = sdispls,.types = sendtypes},
         .recv = {.buf = recvbuf,.counts = recvcounts,.displs = rdispls,.types = recvtypes}
     };
-    return MPII_Tnbc_enter(&sides_form, &pw, MPIR_TNBC_COLL_ALLTOALLW, comm_ptr, tnbc_handled);
+    return MPII_Tnbc_enter(&sides_form, &pw, MPIR_TNBC_COLL_ALLTOALLW, comm_ptr, errflag,
+                           tnbc_handled);
 }

@@ -279,5 +279,5 @@ int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int roo
                     MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
 {
     MPII_Tnbc_bcast_t b = {.buffer = buffer,.count = count,.datatype = datatype,.root = root };
-    return MPII_Tnbc_enter(&bcast_form, &b, MPIR_TNBC_COLL_BCAST, comm_ptr, tnbc_handled);
+    return MPII_Tnbc_enter(&bcast_form, &b, MPIR_TNBC_COLL_BCAST, comm_ptr, errflag, tnbc_handled);
 }

@@ -22,6 +22,7 @@
 #include "tnbc_engine.h"
 #include "tnbc_access.h"
 #include "tnbc_late_error.h"
+#include "tnbc_message.h"
 #include "tnbc_node.h"
 #include "tnbc_op.h"
 #include "tnbc_stats.h"
@@ -570,6 +571,11 @@ int MPII_Tnbc_engine_started(void)
     return engine.started;
 }
 
+static void warn_from_guards(const char *what)
+{
+    MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "%s", what);
+}
+
 static int engine_start(void)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -582,15 +588,16 @@ static int engine_start(void)
         .before_wait = before_wait,.on_abort = cannot_wait_message,.on_wait = wake_helper,
         .staging_cache = MPIR_CVAR_TNBC_STAGING_CACHE > 0 ? MPIR_CVAR_TNBC_STAGING_CACHE : 0,
         .move_min = MPIR_CVAR_TNBC_LANDING_MOVE_MIN > 0 ? MPIR_CVAR_TNBC_LANDING_MOVE_MIN : 0,
-        .pages_replaced = MPID_Tnbc_pages_replaced
+        .pages_replaced = MPID_Tnbc_pages_replaced,
+        .warn = warn_from_guards
     };
     int rc = MPIR_Pageguard_init(&cfg);
     if (rc != MPIR_PAGEGUARD_OK && MPIR_Process.rank == 0)
-        fprintf(stderr, "[tnbc] page guards unavailable (%s): collectives wait in the call\n",
-                MPIR_Pageguard_strerror(rc));
+        MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "page guards unavailable (%s): collectives wait in "
+                      "the call", MPIR_Pageguard_strerror(rc));
     if (!MPID_Tnbc_watch_unmaps(on_unmap) && MPIR_Process.rank == 0)
-        fprintf(stderr, "[tnbc] UCX memory events unavailable: do not unmap a buffer whose "
-                "collective is still in flight\n");
+        MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "UCX memory events unavailable: do not unmap a "
+                      "buffer whose collective is still in flight");
     engine.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     MPIR_ERR_CHKANDJUMP(engine.wake_fd < 0, mpi_errno, MPI_ERR_OTHER, "**fail");
     engine.net_fd = MPIR_CVAR_TNBC_HELPER_WAKEUP ? MPID_Tnbc_event_fd() : -1;

@@ -15,6 +15,7 @@
 #include "tnbc_access.h"
 #include "tnbc_node.h"
 #include "tnbc_stats.h"
+#include "tnbc_util.h"
 
 /* Whether every process of an intracommunicator is on this node: the same answer on every
  * process, from the node communicator MPICH made when the communicator was committed (a node
@@ -77,10 +78,12 @@ static int settle(const MPII_Tnbc_form_t * form, const void *call, MPIR_Comm * c
 }
 
 int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t coll,
-                    MPIR_Comm * comm_ptr, int *handled)
+                    MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *handled)
 {
     int mpi_errno = MPI_SUCCESS, described = 0;
-    MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr };
+    MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr,
+        .errflag = errflag ? *errflag : MPIR_ERR_NONE
+    };
     MPIR_Tnbc_call_facts_t facts = {.coll = coll };
     MPII_Tnbc_launch_t launch = { 0 };
 
@@ -109,6 +112,10 @@ int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t 
     MPIR_Tnbc_sched_free(&args.sched);
     return mpi_errno;
   fn_fail:
+    /* as MPICH's algorithms record a failed message: whoever runs next with this errflag (the
+     * stock path after a decline, or the caller's next stage) tells the peers */
+    if (errflag)
+        *errflag = MPII_Tnbc_errflag_of(mpi_errno);
     if (!*handled)
         MPIR_Tnbc_user_coll = 0;        /* a failed call is no mark for the next one */
     goto fn_exit;

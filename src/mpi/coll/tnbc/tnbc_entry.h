@@ -5,8 +5,8 @@
 
 /* The way into the family (tnbc_entry.c): the one pipeline every entry point runs its call
  * through, check (can T-NBC schedule it at all) -> settle -> describe -> decide -> build ->
- * launch -> finish, and the policy the decision reads. A collective supplies a form: how to settle its buffers, the facts of a
- * call, and its schedule. */
+ * launch -> finish, and the policy the decision reads. A collective supplies a form: how to
+ * settle its buffers, the facts of a call, and its schedule. */
 
 #ifndef TNBC_ENTRY_H_INCLUDED
 #define TNBC_ENTRY_H_INCLUDED
@@ -41,8 +41,10 @@ typedef struct {
 } MPII_Tnbc_form_t;
 
 /* Run one call of collective coll through the pipeline. *handled is set to 1 only when the
- * call now belongs to T-NBC (done, or returned early); 0: the stock algorithm must run. */
+ * call now belongs to T-NBC (done, or returned early); 0: the stock algorithm must run.
+ * errflag (NULL for the neighbourhood collectives) is MPICH's: raised on entry, our messages
+ * carry it to the peers; an error of this call raises it, handled or not. */
 int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t coll,
-                    MPIR_Comm * comm_ptr, int *handled);
+                    MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *handled);
 
 #endif /* TNBC_ENTRY_H_INCLUDED */

@@ -117,7 +117,7 @@ int MPIR_Tnbc_Allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype se
     MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
         .recvbuf = recvbuf,.recvcount = recvcount,.recvtype = recvtype
     };
-    return MPII_Tnbc_enter(&allgather_form, &g, MPIR_TNBC_COLL_ALLGATHER, comm_ptr,
+    return MPII_Tnbc_enter(&allgather_form, &g, MPIR_TNBC_COLL_ALLGATHER, comm_ptr, errflag,
                            tnbc_handled);
 }
 
@@ -129,7 +129,7 @@ int MPIR_Tnbc_Allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype s
     MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
         .recvbuf = recvbuf,.recvcounts = recvcounts,.rdispls = displs,.recvtype = recvtype
     };
-    return MPII_Tnbc_enter(&allgather_form, &g, MPIR_TNBC_COLL_ALLGATHERV, comm_ptr,
+    return MPII_Tnbc_enter(&allgather_form, &g, MPIR_TNBC_COLL_ALLGATHERV, comm_ptr, errflag,
                            tnbc_handled);
 }
 
@@ -196,7 +196,8 @@ int MPIR_Tnbc_Gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendt
     MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
         .recvbuf = recvbuf,.recvcount = recvcount,.recvtype = recvtype,.root = root
     };
-    return MPII_Tnbc_enter(&gather_form, &g, MPIR_TNBC_COLL_GATHER, comm_ptr, tnbc_handled);
+    return MPII_Tnbc_enter(&gather_form, &g, MPIR_TNBC_COLL_GATHER, comm_ptr, errflag,
+                           tnbc_handled);
 }
 
 int MPIR_Tnbc_Gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -207,7 +208,8 @@ int MPIR_Tnbc_Gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
         .recvbuf = recvbuf,.recvcounts = recvcounts,.rdispls = displs,.recvtype = recvtype,
         .root = root
     };
-    return MPII_Tnbc_enter(&gather_form, &g, MPIR_TNBC_COLL_GATHERV, comm_ptr, tnbc_handled);
+    return MPII_Tnbc_enter(&gather_form, &g, MPIR_TNBC_COLL_GATHERV, comm_ptr, errflag,
+                           tnbc_handled);
 }
 
 /* ---- Scatter, Scatterv ---- */
@@ -269,7 +271,8 @@ int MPIR_Tnbc_Scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype send
     MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
         .recvbuf = recvbuf,.recvcount = recvcount,.recvtype = recvtype,.root = root
     };
-    return MPII_Tnbc_enter(&scatter_form, &g, MPIR_TNBC_COLL_SCATTER, comm_ptr, tnbc_handled);
+    return MPII_Tnbc_enter(&scatter_form, &g, MPIR_TNBC_COLL_SCATTER, comm_ptr, errflag,
+                           tnbc_handled);
 }
 
 int MPIR_Tnbc_Scatterv(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint displs[],
@@ -281,5 +284,6 @@ int MPIR_Tnbc_Scatterv(const void *sendbuf, const MPI_Aint sendcounts[], const M
         .sendtype = sendtype,.recvbuf = recvbuf,.recvcount = recvcount,.recvtype = recvtype,
         .root = root
     };
-    return MPII_Tnbc_enter(&scatter_form, &g, MPIR_TNBC_COLL_SCATTERV, comm_ptr, tnbc_handled);
+    return MPII_Tnbc_enter(&scatter_form, &g, MPIR_TNBC_COLL_SCATTERV, comm_ptr, errflag,
+                           tnbc_handled);
 }

@@ -7,6 +7,7 @@
 #include "tnbc_access.h"
 #include "tnbc_engine.h"
 #include "tnbc_entry.h"
+#include "tnbc_message.h"
 #include "tnbc_node.h"
 #include "tnbc_settle.h"
 #include "tnbc_stats.h"
@@ -195,18 +196,29 @@ enum {
     MPII_AGREE_COUNT
 };
 
-static void say_off_for_job(int rank)
+static void say_off_for_job(void)
 {
     if (off_here == MPII_TNBC_NO_DEVICE_SUPPORT) {
-        fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d: %s.\n", rank, off_why);
+        MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "T-NBC is off for this job: %s.", off_why);
     } else if (off_here == MPII_TNBC_NO_HOOKS) {
-        fprintf(stderr, "[tnbc] T-NBC is off for this job: rank %d could not redirect the C "
-                "library's functions to the page guards: %s.\n", rank, off_why);
+        MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "T-NBC is off for this job: could not redirect the "
+                      "C library's functions to the page guards: %s.", off_why);
     } else {
-        fprintf(stderr, "[tnbc] T-NBC is off for this job: MPIR_CVAR_TNBC_MIN_BYTES, "
-                "MPIR_CVAR_TNBC_NODE_MIN_BYTES or whether MPIR_CVAR_TNBC_PACE_BYTES is set "
-                "differs between processes; give every process the same value.\n");
+        MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "T-NBC is off for this job: MPIR_CVAR_TNBC_MIN_BYTES, "
+                      "MPIR_CVAR_TNBC_NODE_MIN_BYTES or whether MPIR_CVAR_TNBC_PACE_BYTES is set "
+                      "differs between processes; give every process the same value.");
     }
+}
+
+static void say_on_for_job(void)
+{
+    MPIR_Pageguard_hooks_stats_t hooks;
+    MPIR_Pageguard_hooks_get_stats(&hooks);
+    MPII_Tnbc_say(MPII_TNBC_SAY_NOTE, "T-NBC is on for this job: collectives \"%s\", "
+                  "MPIR_CVAR_TNBC_MIN_BYTES %d, MPIR_CVAR_TNBC_NODE_MIN_BYTES %d; the C library's "
+                  "functions redirected in %u GOT slots of %u objects here",
+                  MPIR_CVAR_TNBC_COLLECTIVES, MPIR_CVAR_TNBC_MIN_BYTES,
+                  MPIR_CVAR_TNBC_NODE_MIN_BYTES, hooks.slots, hooks.objects);
 }
 
 static int agree_job_wide(void)
@@ -238,11 +250,13 @@ static int agree_job_wide(void)
         /* again: a lazy binding resolved by another thread during MPI_Init may have written
          * over a hook */
         MPIR_Pageguard_hooks_refresh(1);
+        if (world->rank == 0)
+            say_on_for_job();
         goto fn_exit;
     }
     MPIR_Pageguard_hooks_remove();      /* nothing will be guarded */
     if (first_off == world->rank || (first_off == INT_MAX && world->rank == 0))
-        say_off_for_job(world->rank);
+        say_off_for_job();
 
   fn_exit:
     return mpi_errno;

@@ -18,6 +18,7 @@
 #include "tnbc_late_error.h"
 
 #include "mpir_ext.h"    /* MPIR_Err_get_string */
+#include "tnbc_message.h"
 #include "tnbc_policy.h"
 
 #define MPII_TNBC_LATE_ERRORS 16
@@ -28,12 +29,14 @@ static struct {
     int coll;
 } late[MPII_TNBC_LATE_ERRORS];
 
-static void report(int coll, int error, const char *fate)
+/* kind: an error that will be returned later is a warning here; one that will not, or that
+ * aborts, is the only word the user gets */
+static void report(MPII_Tnbc_say_t kind, int coll, int error, const char *fate)
 {
     char msg[MPI_MAX_ERROR_STRING];
     MPIR_Err_get_string(error, msg, MPI_MAX_ERROR_STRING, NULL);
-    fprintf(stderr, "[tnbc %d] %s failed after it returned early (%s): %s\n", MPIR_Process.rank,
-            MPIR_Tnbc_coll_name(coll), fate, msg);
+    MPII_Tnbc_say(kind, "%s failed after it returned early (%s): %s", MPIR_Tnbc_coll_name(coll),
+                  fate, msg);
 }
 
 static int handler_aborts(MPIR_Comm * comm)
@@ -46,24 +49,26 @@ static int handler_aborts(MPIR_Comm * comm)
 void MPII_Tnbc_late_error_raise(MPIR_Comm * comm, int coll, int error)
 {
     if (handler_aborts(comm)) {
-        report(coll, error, "the communicator's error handler aborts");
+        report(MPII_TNBC_SAY_ERROR, coll, error, "the communicator's error handler aborts");
         MPIR_Err_return_comm(comm, MPIR_Tnbc_coll_name(coll), error);   /* does not return */
         return;
     }
     int free_slot = -1;
     for (int i = 0; i < MPII_TNBC_LATE_ERRORS; i++) {
         if (late[i].comm == comm) {
-            report(coll, error, "not returned: an earlier one is kept for the communicator");
+            report(MPII_TNBC_SAY_ERROR, coll, error,
+                   "not returned: an earlier one is kept for the communicator");
             return;
         }
         if (!late[i].comm && free_slot < 0)
             free_slot = i;
     }
     if (free_slot < 0) {
-        report(coll, error, "not returned: too many kept");
+        report(MPII_TNBC_SAY_ERROR, coll, error, "not returned: too many kept");
         return;
     }
-    report(coll, error, "returned by the next collective on the communicator");
+    report(MPII_TNBC_SAY_WARNING, coll, error,
+           "returned by the next collective on the communicator");
     MPIR_Comm_add_ref(comm);
     late[free_slot].comm = comm;
     late[free_slot].error = error;
@@ -91,7 +96,8 @@ void MPII_Tnbc_late_error_drop(MPIR_Comm * comm)
     for (int i = 0; i < MPII_TNBC_LATE_ERRORS; i++) {
         if (late[i].comm && (!comm || late[i].comm == comm)) {
             MPIR_Comm *c = late[i].comm;
-            report(late[i].coll, late[i].error, "no later collective returned it");
+            report(MPII_TNBC_SAY_ERROR, late[i].coll, late[i].error,
+                   "no later collective returned it");
             late[i].comm = NULL;
             MPIR_Comm_release(c);
         }

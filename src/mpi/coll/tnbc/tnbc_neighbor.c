@@ -72,7 +72,7 @@ int MPIR_Tnbc_Neighbor_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Dat
                                      .recv = {.buf = recvbuf,.type = recvtype}},
         .sendcount = sendcount,.recvcount = recvcount
     };
-    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL, comm_ptr,
+    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL, comm_ptr, NULL,
                            tnbc_handled);
 }
 
@@ -85,7 +85,7 @@ int MPIR_Tnbc_Neighbor_alltoallv(const void *sendbuf, const MPI_Aint sendcounts[
                                      .recv = {.buf = recvbuf,.type = recvtype}},
         .sendcounts = sendcounts,.sdispls = sdispls,.recvcounts = recvcounts,.rdispls = rdispls
     };
-    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV, comm_ptr,
+    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV, comm_ptr, NULL,
                            tnbc_handled);
 }
 
@@ -97,7 +97,7 @@ int MPIR_Tnbc_Neighbor_allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Da
                                      .recv = {.buf = recvbuf,.type = recvtype}},
         .sendcount = sendcount,.recvcount = recvcount
     };
-    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLGATHER, comm_ptr,
+    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLGATHER, comm_ptr, NULL,
                            tnbc_handled);
 }
 
@@ -110,7 +110,7 @@ int MPIR_Tnbc_Neighbor_allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_D
                                      .recv = {.buf = recvbuf,.type = recvtype}},
         .sendcount = sendcount,.recvcounts = recvcounts,.rdispls = displs
     };
-    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLGATHERV, comm_ptr,
+    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLGATHERV, comm_ptr, NULL,
                            tnbc_handled);
 }
 
@@ -124,6 +124,6 @@ int MPIR_Tnbc_Neighbor_alltoallw(const void *sendbuf, const MPI_Aint sendcounts[
                                      .recv = {.buf = recvbuf,.types = recvtypes}},
         .sendcounts = sendcounts,.sdispls = sdispls,.recvcounts = recvcounts,.rdispls = rdispls
     };
-    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLW, comm_ptr,
+    return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLW, comm_ptr, NULL,
                            tnbc_handled);
 }

@@ -78,6 +78,8 @@ struct MPII_Tnbc_op {
     MPI_Op reduce_op;
 
     int error;                  /* an MPI error code seen after the call returned */
+    MPIR_Errflag_t errflag;     /* MPICH's: raised by the caller, a peer's message or a failed
+                                 * message of ours; every later send carries it */
     uint64_t t_start_ns, t_return_ns;
     uint64_t t_done_ns;         /* when the last entry completed (0: not yet) */
     uint64_t t_first_data_ns;   /* when the first receive completed (0: not yet, or none) */
@@ -322,6 +324,7 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
 
     op->coll = args->coll;
     op->comm = args->comm;
+    op->errflag = args->errflag;
     MPIR_Comm_add_ref(op->comm);
     op->sched = args->sched;
     MPIR_Tnbc_sched_init(&args->sched);
@@ -424,11 +427,31 @@ static void send_done(MPII_Tnbc_op_t * op, int k)
         guard_failed(op, op->send_region, rc);
 }
 
+/* What a completed message tells the operation, as MPIC_Wait tells MPICH's algorithms: its
+ * own failure, or a peer's error bit in its tag. Either is the operation's error, and raises
+ * the errflag its later messages carry (down a tree, to the processes below). */
+static void message_done(MPII_Tnbc_op_t * op, MPIR_Request * req)
+{
+    MPIR_Errflag_t before = op->errflag;
+    int err = req->status.MPI_ERROR;
+    if (err != MPI_SUCCESS && !op->errflag)
+        op->errflag = MPII_Tnbc_errflag_of(err);
+    if (req->kind == MPIR_REQUEST_KIND__RECV)
+        MPIR_Process_status(&req->status, &op->errflag);
+    if (op->error)
+        return;
+    if (err != MPI_SUCCESS)
+        op->error = err;
+    else if (before == MPIR_ERR_NONE && op->errflag == MPIR_ERR_PROC_FAILED)
+        MPIR_ERR_SET(op->error, MPIX_ERR_PROC_FAILED, "**coll_fail");
+    else if (before == MPIR_ERR_NONE && op->errflag == MPIR_ERR_OTHER)
+        MPIR_ERR_SET(op->error, MPI_ERR_OTHER, "**coll_fail");
+}
+
 static int post_entry(MPII_Tnbc_op_t * op, int i)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Tnbc_entry_t *e = &op->sched.entries[i];
-    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
 
     char *at = space_at(op, e->space, e->off, reads_send_sub(e) ? e->sub : -1);
     const char *src = space_at(op, e->src_space, e->src_off, reads_send_sub(e) ? e->sub : -1);
@@ -442,10 +465,10 @@ static int post_entry(MPII_Tnbc_op_t * op, int i)
             /* a report completes once matched: the body before it was delivered */
             if (MPII_Tnbc_flow_sync_send(&op->flow, i))
                 mpi_errno = MPIC_Issend(at, e->len, MPI_BYTE, e->peer, op->tags[e->tag],
-                                        op->comm, &op->req[i], &errflag);
+                                        op->comm, &op->req[i], &op->errflag);
             else
                 mpi_errno = MPIC_Isend(at, e->len, MPI_BYTE, e->peer, op->tags[e->tag],
-                                       op->comm, &op->req[i], &errflag);
+                                       op->comm, &op->req[i], &op->errflag);
             break;
         case MPIR_TNBC_COPY:
             memcpy(at, src, e->len);
@@ -505,11 +528,9 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
             }
         }
         if (op->state[i] == MPII_TNBC_ENTRY_POSTED && MPIR_Request_is_complete(op->req[i])) {
-            int err = op->req[i]->status.MPI_ERROR;
+            message_done(op, op->req[i]);
             MPIR_Request_free(op->req[i]);
             op->req[i] = NULL;
-            if (err != MPI_SUCCESS && !op->error)
-                op->error = err;
             entry_done(op, i);
             *made_progress = 1;
         }

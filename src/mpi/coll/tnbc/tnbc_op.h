@@ -59,6 +59,7 @@ typedef struct {
 typedef struct {
     MPIR_Tnbc_coll_t coll;
     MPIR_Comm *comm;
+    MPIR_Errflag_t errflag;     /* raised by the caller's earlier stages: our messages say so */
     MPIR_Tnbc_sched_t sched;    /* finished; the operation takes it over */
     MPII_Tnbc_buffers_t buf;
     MPII_Tnbc_learning_t learn;

@@ -125,7 +125,7 @@ int MPIR_Tnbc_Allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_
     MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.count = count,
         .datatype = datatype,.op = op
     };
-    return MPII_Tnbc_enter(&allreduce_form, &r, MPIR_TNBC_COLL_ALLREDUCE, comm_ptr,
+    return MPII_Tnbc_enter(&allreduce_form, &r, MPIR_TNBC_COLL_ALLREDUCE, comm_ptr, errflag,
                            tnbc_handled);
 }
 
@@ -165,7 +165,8 @@ int MPIR_Tnbc_Reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.count = count,
         .datatype = datatype,.op = op,.root = root
     };
-    return MPII_Tnbc_enter(&reduce_form, &r, MPIR_TNBC_COLL_REDUCE, comm_ptr, tnbc_handled);
+    return MPII_Tnbc_enter(&reduce_form, &r, MPIR_TNBC_COLL_REDUCE, comm_ptr, errflag,
+                           tnbc_handled);
 }
 
 /* Reduce_scatter and Reduce_scatter_block: block k of the input goes to process k. */
@@ -221,7 +222,7 @@ int MPIR_Tnbc_Reduce_scatter(const void *sendbuf, void *recvbuf, const MPI_Aint 
         .datatype = datatype,.op = op
     };
     return MPII_Tnbc_enter(&reduce_scatter_form, &r, MPIR_TNBC_COLL_REDUCE_SCATTER, comm_ptr,
-                           tnbc_handled);
+                           errflag, tnbc_handled);
 }
 
 int MPIR_Tnbc_Reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint recvcount,
@@ -231,8 +232,8 @@ int MPIR_Tnbc_Reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint 
     MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.blockcount = recvcount,
         .datatype = datatype,.op = op
     };
-    return MPII_Tnbc_enter(&reduce_scatter_form, &r, MPIR_TNBC_COLL_REDUCE_SCATTER_BLOCK,
-                           comm_ptr, tnbc_handled);
+    return MPII_Tnbc_enter(&reduce_scatter_form, &r, MPIR_TNBC_COLL_REDUCE_SCATTER_BLOCK, comm_ptr,
+                           errflag, tnbc_handled);
 }
 
 static int build_scan(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch)
@@ -257,7 +258,7 @@ int MPIR_Tnbc_Scan(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datat
     MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.count = count,
         .datatype = datatype,.op = op
     };
-    return MPII_Tnbc_enter(&scan_form, &r, MPIR_TNBC_COLL_SCAN, comm_ptr, tnbc_handled);
+    return MPII_Tnbc_enter(&scan_form, &r, MPIR_TNBC_COLL_SCAN, comm_ptr, errflag, tnbc_handled);
 }
 
 int MPIR_Tnbc_Exscan(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
@@ -266,5 +267,5 @@ int MPIR_Tnbc_Exscan(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Dat
     MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.count = count,
         .datatype = datatype,.op = op
     };
-    return MPII_Tnbc_enter(&scan_form, &r, MPIR_TNBC_COLL_EXSCAN, comm_ptr, tnbc_handled);
+    return MPII_Tnbc_enter(&scan_form, &r, MPIR_TNBC_COLL_EXSCAN, comm_ptr, errflag, tnbc_handled);
 }

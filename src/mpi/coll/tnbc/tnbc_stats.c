@@ -11,6 +11,7 @@
 
 #include "mpiimpl.h"
 #include "reorder_merge.h"
+#include "tnbc_message.h"
 #include "tnbc_stats.h"
 #include "mpir_pageguard.h"
 
@@ -223,91 +224,94 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
                         uint64_t release_max)
 {
     MPII_Tnbc_totals_t t = totals_of(s);
-    fprintf(stderr, "[tnbc %s] collectives: returned early %" PRIu64 ", waited in call %" PRIu64
-            ", declined %" PRIu64 "\n", who, t.early, t.waited, t.declined);
+    MPII_Tnbc_report("[tnbc %s] collectives: returned early %" PRIu64 ", waited in call %" PRIu64
+                     ", declined %" PRIu64, who, t.early, t.waited, t.declined);
     for (int c = 0; c < MPIR_TNBC_COLL_COUNT; c++) {
         const uint64_t *v = s->coll[c];
         for (int o = 0; o < MPIR_TNBC_OUTCOME_COUNT; o++)
             if (s->outcomes[c][o])
-                fprintf(stderr, "[tnbc %s]   %-20s %8" PRIu64 "  %s\n", who,
-                        MPIR_Tnbc_coll_name(c), s->outcomes[c][o], MPIR_Tnbc_outcome_name(o));
+                MPII_Tnbc_report("[tnbc %s]   %-20s %8" PRIu64 "  %s", who, MPIR_Tnbc_coll_name(c),
+                                 s->outcomes[c][o], MPIR_Tnbc_outcome_name(o));
         for (int d = 1; d < MPIR_TNBC_DECISION_COUNT; d++)
             if (s->decisions[c][d])
-                fprintf(stderr, "[tnbc %s]   %-20s %8" PRIu64 "  declined: %s\n", who,
-                        MPIR_Tnbc_coll_name(c), s->decisions[c][d], MPIR_Tnbc_decision_name(d));
+                MPII_Tnbc_report("[tnbc %s]   %-20s %8" PRIu64 "  declined: %s", who,
+                                 MPIR_Tnbc_coll_name(c), s->decisions[c][d],
+                                 MPIR_Tnbc_decision_name(d));
         if (s->decisions[c][MPIR_TNBC_ACCEPT])
-            fprintf(stderr, "[tnbc %s]   %-20s sub-messages %" PRIu64 ", %.1f MiB, %.3f ms "
-                    "inside the calls\n", who, MPIR_Tnbc_coll_name(c), v[MPII_ST_SUBS],
-                    v[MPII_ST_BYTES] / 1048576.0, v[MPII_ST_IN_CALL_NS] / 1e6);
+            MPII_Tnbc_report("[tnbc %s]   %-20s sub-messages %" PRIu64 ", %.1f MiB, %.3f ms inside "
+                             "the calls", who, MPIR_Tnbc_coll_name(c), v[MPII_ST_SUBS],
+                             v[MPII_ST_BYTES] / 1048576.0, v[MPII_ST_IN_CALL_NS] / 1e6);
     }
     if (s->hooked_objects)
-        fprintf(stderr, "[tnbc %s] libc hooks: %" PRIu64 " GOT slots redirected in %" PRIu64
-                " objects, %" PRIu64 " left to another interposer; calls from libmpi itself %"
-                PRIu64 "\n", who, s->hooked_slots, s->hooked_objects, s->hooked_foreign,
-                s->hook_calls_from_self);
+        MPII_Tnbc_report("[tnbc %s] libc hooks: %" PRIu64 " GOT slots redirected in %" PRIu64
+                         " objects, %" PRIu64 " left to another interposer; calls from libmpi "
+                         "itself %" PRIu64, who, s->hooked_slots, s->hooked_objects,
+                         s->hooked_foreign, s->hook_calls_from_self);
     if (s->settles)
-        fprintf(stderr, "[tnbc %s] MPI calls that first waited for T-NBC data in their buffers: "
-                "%" PRIu64 ", %.3f ms\n", who, s->settles, s->settle_ns / 1e6);
+        MPII_Tnbc_report("[tnbc %s] MPI calls that first waited for T-NBC data in their buffers: %"
+                         PRIu64 ", %.3f ms", who, s->settles, s->settle_ns / 1e6);
     if (s->app_sleeps)
-        fprintf(stderr, "[tnbc %s] waits inside MPI calls slept on the network %" PRIu64
-                " times, %.3f ms\n", who, s->app_sleeps, s->app_sleep_ns / 1e6);
+        MPII_Tnbc_report("[tnbc %s] waits inside MPI calls slept on the network %" PRIu64
+                         " times, %.3f ms", who, s->app_sleeps, s->app_sleep_ns / 1e6);
     if (s->rm_exchanges || s->rm_stock || s->planned_sends)
-        fprintf(stderr, "[tnbc %s] reorder + merge: %" PRIu64 " exchanges, %" PRIu64
-                " handed to stock (in place, repeated neighbours), %" PRIu64
-                " T-NBC schedules sent in the plan's order\n", who, s->rm_exchanges,
-                s->rm_stock, s->planned_sends);
+        MPII_Tnbc_report("[tnbc %s] reorder + merge: %" PRIu64 " exchanges, %" PRIu64 " handed to "
+                         "stock (in place, repeated neighbours), %" PRIu64 " T-NBC schedules sent "
+                         "in the plan's order", who, s->rm_exchanges, s->rm_stock,
+                         s->planned_sends);
     if (s->bcast[MPII_TNBC_BCAST_OWN_ORDER] || s->bcast[MPII_TNBC_BCAST_CHILD_ORDER])
-        fprintf(stderr, "[tnbc %s] Bcast segments by access order: %" PRIu64
-                " calls received in their own order, %" PRIu64 " sent to a child in its order\n",
-                who, s->bcast[MPII_TNBC_BCAST_OWN_ORDER], s->bcast[MPII_TNBC_BCAST_CHILD_ORDER]);
+        MPII_Tnbc_report("[tnbc %s] Bcast segments by access order: %" PRIu64 " calls received in "
+                         "their own order, %" PRIu64 " sent to a child in its order", who,
+                         s->bcast[MPII_TNBC_BCAST_OWN_ORDER],
+                         s->bcast[MPII_TNBC_BCAST_CHILD_ORDER]);
     if (s->node_turns)
-        fprintf(stderr, "[tnbc %s] node arbitration: %" PRIu64 " operations took turns, %"
-                PRIu64 " held their bodies for a more urgent node peer (%.3f ms), %" PRIu64
-                " stopped holding for a peer that made no progress\n", who, s->node_turns,
-                s->node_holds, s->node_hold_ns / 1e6, s->node_gave_up);
+        MPII_Tnbc_report("[tnbc %s] node arbitration: %" PRIu64 " operations took turns, %" PRIu64
+                         " held their bodies for a more urgent node peer (%.3f ms), %" PRIu64
+                         " stopped holding for a peer that made no progress", who, s->node_turns,
+                         s->node_holds, s->node_hold_ns / 1e6, s->node_gave_up);
     if (s->paced_bodies)
-        fprintf(stderr, "[tnbc %s] paced bodies: %" PRIu64 ", %.3f ms from post to delivery on "
-                "average; %" PRIu64 " waited for a delivery, posted %.3f ms after it on average\n",
-                who, s->paced_bodies, s->paced_flight_ns / 1e6 / s->paced_bodies, s->paced_gaps,
-                s->paced_gaps ? s->paced_gap_ns / 1e6 / s->paced_gaps : 0.0);
+        MPII_Tnbc_report("[tnbc %s] paced bodies: %" PRIu64 ", %.3f ms from post to delivery on "
+                         "average; %" PRIu64 " waited for a delivery, posted %.3f ms after it on "
+                         "average", who, s->paced_bodies,
+                         s->paced_flight_ns / 1e6 / s->paced_bodies, s->paced_gaps,
+                         s->paced_gaps ? s->paced_gap_ns / 1e6 / s->paced_gaps : 0.0);
     if (s->ops_done || s->faults || s->helper_rounds) {
         double life_ms = s->lifetime_ns / 1e6, cpu_ms[MPII_TNBC_HELPER_CPU_COUNT], total = 0;
         for (int k = 0; k < MPII_TNBC_HELPER_CPU_COUNT; k++)
             total += (cpu_ms[k] = s->helper_cpu_ns[k] / 1e6);
 #define MPII_SHARE(ms) (life_ms > 0 ? 100.0 * (ms) / life_ms : 0.0)
-        fprintf(stderr, "[tnbc %s] background: %" PRIu64 " operations, %.3f ms in flight, "
-                "%" PRIu64 " late errors; faults %" PRIu64 " (and %" PRIu64 " repeated by the "
-                "kernel on released pages), stall %.3f ms; guard refusals %" PRIu64
-                " (no whole page included; copied or waited for: %" PRIu64
-                " buffers not private read-write memory, %" PRIu64 " in RMA windows); pages "
-                "freed before their data came %" PRIu64 "; staging memory reused %" PRIu64
-                " times; pages landed by moving %" PRIu64 "\n", who, s->ops_done, life_ms,
-                s->late_errors, s->faults, s->stale_faults, s->stall_ns / 1e6, s->guard_refusals,
-                s->guard_prot, s->guard_window, s->pages_dropped, s->staging_reused,
-                s->pages_moved);
-        fprintf(stderr, "[tnbc %s] helper CPU %.3f ms = %.1f%% of in-flight time (%.1f%% in the "
-                "kernel); while the application ran: %.1f%% in rounds that completed nothing, "
-                "%.1f%% in rounds that completed sub-messages; while it waited for T-NBC: "
-                "%.1f%%\n", who, total, MPII_SHARE(total),
-                MPII_SHARE(s->helper_system_ns / 1e6),
-                MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_IDLE]),
-                MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_DATA]),
-                MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_APP_WAITED]));
+        MPII_Tnbc_report("[tnbc %s] background: %" PRIu64 " operations, %.3f ms in flight, %" PRIu64
+                         " late errors; faults %" PRIu64 " (and %" PRIu64 " repeated by the kernel "
+                         "on released pages), stall %.3f ms; guard refusals %" PRIu64 " (no whole "
+                         "page included; copied or waited for: %" PRIu64 " buffers not private "
+                         "read-write memory, %" PRIu64 " in RMA windows); pages freed before their "
+                         "data came %" PRIu64 "; staging memory reused %" PRIu64 " times; pages "
+                         "landed by moving %" PRIu64, who, s->ops_done, life_ms, s->late_errors,
+                         s->faults, s->stale_faults, s->stall_ns / 1e6, s->guard_refusals,
+                         s->guard_prot, s->guard_window, s->pages_dropped, s->staging_reused,
+                         s->pages_moved);
+        MPII_Tnbc_report("[tnbc %s] helper CPU %.3f ms = %.1f%% of in-flight time (%.1f%% in the "
+                         "kernel); while the application ran: %.1f%% in rounds that completed "
+                         "nothing, %.1f%% in rounds that completed sub-messages; while it waited "
+                         "for T-NBC: %.1f%%", who, total, MPII_SHARE(total),
+                         MPII_SHARE(s->helper_system_ns / 1e6),
+                         MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_IDLE]),
+                         MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_DATA]),
+                         MPII_SHARE(cpu_ms[MPII_TNBC_HELPER_CPU_APP_WAITED]));
         if (MPIR_CVAR_TNBC_HELPER_SLICE_US > 0)
-            fprintf(stderr, "[tnbc %s] helper threads %" PRIu64 ", %" PRIu64 " on a short "
-                    "scheduler slice (MPIR_CVAR_TNBC_HELPER_SLICE_US)\n", who, s->helpers,
-                    s->helpers_short_slice);
-        fprintf(stderr, "[tnbc %s] helper rounds %" PRIu64 ", sleeps %" PRIu64 " (%.3f ms, %"
-                PRIu64 " ended by the time limit, %" PRIu64 " of them found news); release "
-                "latency median %.1f us, max %.1f us\n", who, s->helper_rounds,
-                s->helper_sleeps, s->helper_sleep_ns / 1e6, s->helper_timeouts,
-                s->helper_rescues, release_median_ns(s->release_hist) / 1e3,
-                release_max / 1e3);
-        fprintf(stderr, "[tnbc %s] helper waited %.3f ms for the global lock (%" PRIu64
-                " waits of %.0f ms or more); slept %.3f ms in %" PRIu64 " sleeps while the "
-                "application drove progress\n", who, s->helper_lock_ns / 1e6,
-                s->helper_lock_long, MPII_TNBC_LONG_LOCK_WAIT_NS / 1e6,
-                s->helper_deferred_ns / 1e6, s->helper_deferred);
+            MPII_Tnbc_report("[tnbc %s] helper threads %" PRIu64 ", %" PRIu64 " on a short "
+                             "scheduler slice (MPIR_CVAR_TNBC_HELPER_SLICE_US)", who, s->helpers,
+                             s->helpers_short_slice);
+        MPII_Tnbc_report("[tnbc %s] helper rounds %" PRIu64 ", sleeps %" PRIu64 " (%.3f ms, %"
+                         PRIu64 " ended by the time limit, %" PRIu64 " of them found news); "
+                         "release latency median %.1f us, max %.1f us", who, s->helper_rounds,
+                         s->helper_sleeps, s->helper_sleep_ns / 1e6, s->helper_timeouts,
+                         s->helper_rescues, release_median_ns(s->release_hist) / 1e3,
+                         release_max / 1e3);
+        MPII_Tnbc_report("[tnbc %s] helper waited %.3f ms for the global lock (%" PRIu64
+                         " waits of %.0f ms or more); slept %.3f ms in %" PRIu64 " sleeps while "
+                         "the application drove progress", who, s->helper_lock_ns / 1e6,
+                         s->helper_lock_long, MPII_TNBC_LONG_LOCK_WAIT_NS / 1e6,
+                         s->helper_deferred_ns / 1e6, s->helper_deferred);
 #undef MPII_SHARE
     }
 }

@@ -3,8 +3,8 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* Small helpers every layer of the family uses: the clock, and whether a datatype is one
- * plain byte range. */
+/* Small helpers every layer of the family uses: the clock, whether a datatype is one plain
+ * byte range, and the errflag of an error. */
 
 #ifndef TNBC_UTIL_H_INCLUDED
 #define TNBC_UTIL_H_INCLUDED
@@ -32,6 +32,13 @@ static inline int MPII_Tnbc_is_flat(MPI_Datatype type)
     MPIR_Datatype_get_extent_macro(type, extent);
     MPIR_Datatype_get_size_macro(type, size);
     return true_lb == 0 && extent == size;
+}
+
+/* The errflag MPICH's algorithms raise for a failed message with this error code. */
+static inline MPIR_Errflag_t MPII_Tnbc_errflag_of(int mpi_errno)
+{
+    return MPIR_ERR_GET_CLASS(mpi_errno) == MPIX_ERR_PROC_FAILED ? MPIR_ERR_PROC_FAILED :
+        MPIR_ERR_OTHER;
 }
 
 #endif /* TNBC_UTIL_H_INCLUDED */
