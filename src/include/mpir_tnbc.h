@@ -13,6 +13,12 @@
 #ifndef MPIR_TNBC_H_INCLUDED
 #define MPIR_TNBC_H_INCLUDED
 
+/* MPIR_CVAR_TNBC_ENABLE as MPI_Init found it: whether blocking collectives are offered to
+ * T-NBC (maint/patches: the generated MPIR_<Coll>). A later MPI_T write does not change it:
+ * the buffers T-NBC holds must be settled by it, and every process must make the same
+ * choice. */
+extern int MPIR_Tnbc_enabled;
+
 /* Collectives in flight in this process; changed and read under the global lock. */
 extern int MPIR_Tnbc_ops_in_flight;
 /* Trace and sample buffers kept guarded for their first touches (their data is there). */

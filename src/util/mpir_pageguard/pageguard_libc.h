@@ -48,6 +48,7 @@
     X(RECVMSG, recvmsg, recvmsg)                                        \
     X(SENDMSG, sendmsg, sendmsg)                                        \
     X(GETRANDOM, getrandom, getrandom)                                  \
+    X(MPROTECT, mprotect, mprotect)                                     \
     X(FREAD, fread, fread)                                              \
     X(FWRITE, fwrite, fwrite)                                           \
     X(READ_CHK, __read_chk, read_chk)                                   \
@@ -120,6 +121,7 @@ ssize_t MPII_Pageguard_hook_sendto(int fd, const void *buf, size_t len, int flag
 ssize_t MPII_Pageguard_hook_recvmsg(int fd, struct msghdr *msg, int flags);
 ssize_t MPII_Pageguard_hook_sendmsg(int fd, const struct msghdr *msg, int flags);
 ssize_t MPII_Pageguard_hook_getrandom(void *buf, size_t len, unsigned int flags);
+int MPII_Pageguard_hook_mprotect(void *addr, size_t len, int prot);
 size_t MPII_Pageguard_hook_fread(void *ptr, size_t size, size_t nmemb, FILE * stream);
 size_t MPII_Pageguard_hook_fwrite(const void *ptr, size_t size, size_t nmemb, FILE * stream);
 ssize_t MPII_Pageguard_hook_read_chk(int fd, void *buf, size_t count, size_t buflen);

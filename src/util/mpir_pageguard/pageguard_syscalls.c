@@ -5,14 +5,15 @@
 
 /* System calls on guarded buffers. The kernel does not fault on a protected page: read(2) into
  * or write(2) from a buffer whose data has not landed returns EFAULT. So the page guards stand
- * in for the common libc entry points that let the kernel read or write user memory -- read, write,
- * pread(64), pwrite(64), readv, writev, preadv(64), pwritev(64), recv, send, recvfrom, sendto,
- * recvmsg, sendmsg, getrandom, fread, fwrite, and the _FORTIFY_SOURCE variants __read_chk,
- * __pread(64)_chk, __recv_chk, __recvfrom_chk, __fread_chk -- and while any region is
- * registered they touch the guarded pages of the buffers first (the fault handler waits for
- * the data), then call the process's definition (libc's), so they stay cancellation points.
- * Hooks installed by pageguard_hooks.c; with no region registered they cost one atomic load.
- * Not covered: other system calls, and libraries that issue raw system calls (README.tnbc). */
+ * in for the common libc entry points that let the kernel read or write user memory -- read,
+ * write, pread(64), pwrite(64), readv, writev, preadv(64), pwritev(64), recv, send, recvfrom,
+ * sendto, recvmsg, sendmsg, getrandom, fread, fwrite, and the _FORTIFY_SOURCE variants
+ * __read_chk, __pread(64)_chk, __recv_chk, __recvfrom_chk, __fread_chk -- and for mprotect,
+ * and while any region is registered they touch the guarded pages of the buffers first (the
+ * fault handler waits for the data), then call the process's definition (libc's), so they stay
+ * cancellation points. Hooks installed by pageguard_hooks.c; with no region registered they
+ * cost one atomic load. Not covered: other system calls, and libraries that issue raw system
+ * calls (README.tnbc). */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -67,6 +68,7 @@ typedef ssize_t(*recvfrom_fn) (int, void *, size_t, int, struct sockaddr *, sock
 typedef ssize_t(*sendto_fn) (int, const void *, size_t, int, const struct sockaddr *, socklen_t);
 typedef ssize_t(*msg_fn) (int, void *, int);
 typedef ssize_t(*getrandom_fn) (void *, size_t, unsigned int);
+typedef int (*mprotect_fn) (void *, size_t, int);
 typedef size_t(*stdio_fn) (void *, size_t, size_t, FILE *);
 typedef ssize_t(*read_chk_fn) (int, void *, size_t, size_t);
 typedef ssize_t(*pread_chk_fn) (int, void *, size_t, off_t, size_t);
@@ -174,6 +176,16 @@ ssize_t MPII_Pageguard_hook_sendmsg(int fd, const struct msghdr *msg, int flags)
     MPII_PAGEGUARD_HOOK_ENTRY();
     settle_msg(msg, 0);
     return MPII_LIBC(SENDMSG, msg_fn) (fd, (void *) msg, flags);
+}
+
+/* A program that changes the protection of a buffer still in flight: its data lands first,
+ * so that the program reads what was sent, and its protection is the last word (a page the
+ * guards released is never protected by them again). */
+int MPII_Pageguard_hook_mprotect(void *addr, size_t len, int prot)
+{
+    MPII_PAGEGUARD_HOOK_ENTRY();
+    settle(addr, len, 1);
+    return MPII_LIBC(MPROTECT, mprotect_fn) (addr, len, prot);
 }
 
 ssize_t MPII_Pageguard_hook_getrandom(void *buf, size_t len, unsigned int flags)

@@ -248,7 +248,7 @@ static int build(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * laun
     int mpi_errno = MPI_SUCCESS;
     MPII_Tnbc_bcast_t *b = call;
     MPIR_Comm *comm = args->comm;
-    int nseg = MPL_MIN(MPL_MAX(1, MPIR_CVAR_TNBC_BCAST_SEGMENTS), 1024);
+    int nseg = MPII_Tnbc_policy.bcast_segments;
     MPIR_Tnbc_bcast_order_t order;
 
     b->tree_ranks = node_order(comm, b->root);

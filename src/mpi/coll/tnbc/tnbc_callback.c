@@ -15,7 +15,7 @@
 
 int MPIR_Tnbc_callback_begin(void)
 {
-    if (!MPIR_CVAR_TNBC_ENABLE || MPII_Tnbc_holds_global_lock() != 1)
+    if (!MPIR_Tnbc_enabled || MPII_Tnbc_holds_global_lock() != 1)
         return 0;
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     return 1;

@@ -34,6 +34,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -557,13 +558,25 @@ static void on_unmap(void *addr, size_t len)
 
 /* The helper thread. Without one (e.g. a pids limit) collectives keep their schedules but
  * complete inside their calls, so the processes still agree on the messages, and the
- * statistics say why; every launch tries again, as the limit may have been transient. */
+ * statistics say why; every launch tries again, as the limit may have been transient.
+ * It starts with every asynchronous signal blocked: a signal meant for the process (a timer,
+ * SIGINT) would otherwise run the application's handler on the helper, and a handler that
+ * reads data still on the way would wait for the only thread that lands it. The signals a
+ * fault raises stay open (a fault in our own code must still be reported). */
 static void start_helper(void)
 {
+    static const int synchronous[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+    sigset_t blocked, old;
+
     if (engine.have_thread)
         return;
     __atomic_store_n(&engine.stop, 0, __ATOMIC_SEQ_CST);
+    sigfillset(&blocked);
+    for (int i = 0; i < (int) (sizeof(synchronous) / sizeof(synchronous[0])); i++)
+        sigdelset(&blocked, synchronous[i]);
+    pthread_sigmask(SIG_BLOCK, &blocked, &old);
     engine.have_thread = (pthread_create(&engine.thread, NULL, helper_main, NULL) == 0);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 int MPII_Tnbc_engine_started(void)
@@ -839,7 +852,7 @@ int MPIR_Tnbc_finalize_drain(void)
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     free_retired();
     MPII_Tnbc_late_error_drop(NULL);
-    mpi_errno = MPII_Tnbc_stats_reduce_and_print();
+    mpi_errno = MPII_Tnbc_stats_reduce_and_print(MPII_Tnbc_policy.stats);
     MPID_THREAD_CS_EXIT(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     MPII_Tnbc_node_finalize();
     MPIR_ERR_CHECK(mpi_errno);

@@ -13,9 +13,6 @@
 
 #include "tnbc_engine.h"
 
-/* Set by MPIR_Tnbc_init from the CVARs; read by every entry point. */
-extern MPIR_Tnbc_policy_t MPII_Tnbc_policy;
-
 /* What a form's build hands to the launch (MPII_Tnbc_run): the call site whose access order
  * it used, and how to copy a temporary receive space out. */
 typedef struct {

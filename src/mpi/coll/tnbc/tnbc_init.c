@@ -83,6 +83,7 @@ cvars:
 */
 
 MPIR_Tnbc_policy_t MPII_Tnbc_policy;
+int MPIR_Tnbc_enabled;
 
 /* Collectives with a T-NBC schedule builder. */
 #define MPII_TNBC_SUPPORTED_COLLS (MPIR_TNBC_COLL_BIT(MPIR_TNBC_COLL_ALLTOALL) | \
@@ -159,6 +160,10 @@ int MPIR_Tnbc_init(void)
         MPIR_TNBC_NODE_DECLINE_ALL : (size_t) MPIR_CVAR_TNBC_NODE_MIN_BYTES;
     MPII_Tnbc_policy.pace_bytes = (size_t) MPL_MAX(MPIR_CVAR_TNBC_PACE_BYTES, 0);
     MPII_Tnbc_policy.job_off = 1;       /* until MPIR_Tnbc_world_init agrees */
+    MPII_Tnbc_policy.bcast_segments = MPIR_Tnbc_segments(MPIR_CVAR_TNBC_BCAST_SEGMENTS);
+    MPII_Tnbc_policy.scan_segments = MPIR_Tnbc_segments(MPIR_CVAR_TNBC_SCAN_SEGMENTS);
+    MPII_Tnbc_policy.stats = MPIR_CVAR_TNBC_STATS;
+    MPIR_Tnbc_enabled = MPIR_CVAR_TNBC_ENABLE;
     MPII_Tnbc_pvars_register();
     mpi_errno = MPII_Tnbc_access_init();
     MPIR_ERR_CHECK(mpi_errno);
@@ -269,7 +274,7 @@ int MPIR_Tnbc_world_init(void)
     int mpi_errno = MPI_SUCCESS;
     static int done;
 
-    if (done || !MPIR_CVAR_TNBC_ENABLE || !MPIR_Process.comm_world)
+    if (done || !MPIR_Tnbc_enabled || !MPIR_Process.comm_world)
         goto fn_exit;
     done = 1;
     mpi_errno = agree_job_wide();

@@ -107,7 +107,7 @@ int MPII_Tnbc_node_init(void)
 
     /* collective over the node: it depends on MPIR_CVAR_TNBC_ENABLE alone, the same
      * everywhere; whether a process then arbitrates is its own choice */
-    if (attempted || !MPIR_CVAR_TNBC_ENABLE || !node_comm)
+    if (attempted || !MPIR_Tnbc_enabled || !node_comm)
         goto fn_exit;
     attempted = 1;
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);

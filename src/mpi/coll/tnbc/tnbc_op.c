@@ -68,7 +68,8 @@ struct MPII_Tnbc_op {
 
     MPII_Tnbc_send_mode_t send_mode;
     const char *send_user;
-    char *send_copy;            /* COPY: whole send space; GUARDED: edge pieces */
+    char *send_copy;            /* COPY: the sub-messages (copy_send_subs) or the packed send
+                                 * space; GUARDED: edge pieces */
     const char **send_src;      /* per send sub-message: where its bytes are read */
     int *send_left;             /* per send sub-message: sends still running */
     MPIR_Pageguard_region_t *send_region;
@@ -195,6 +196,68 @@ static void setup_recv(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int want_e
     op->recv_base = op->recv_user;
 }
 
+typedef struct {
+    size_t off;
+    int sub;
+} MPII_piece_t;
+
+static int piece_cmp(const void *a, const void *b)
+{
+    size_t x = ((const MPII_piece_t *) a)->off, y = ((const MPII_piece_t *) b)->off;
+    return (x > y) - (x < y);
+}
+
+/* Copy the send sub-messages, and nothing between them: displacements or a datatype may skip
+ * memory that cannot be read (a guard page, an unmapped range between MPI_BOTTOM-relative
+ * pieces). Overlapping sub-messages share their copy. Entries that read the send space without
+ * naming a sub-message run before the call returns (tnbc_sched.h) and keep the user's buffer. */
+static int copy_send_subs(MPII_Tnbc_op_t * op)
+{
+    int mpi_errno = MPI_SUCCESS;
+    const MPIR_Tnbc_sched_t *s = &op->sched;
+    int n = s->nsend_sub;
+    MPII_piece_t *pieces = MPL_malloc(n * sizeof(*pieces), MPL_MEM_COLL);
+    MPIR_ERR_CHKANDJUMP(!pieces, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    for (int k = 0; k < n; k++)
+        pieces[k] = (MPII_piece_t) {.off = s->send_sub_off[k],.sub = k };
+    qsort(pieces, n, sizeof(*pieces), piece_cmp);
+
+    /* the union of the sub-messages' ranges, once: its size, then the copy */
+    size_t bytes = 0, hi = 0;
+    for (int i = 0; i < n; i++) {
+        size_t lo = MPL_MAX(pieces[i].off, hi), end = pieces[i].off +
+            s->send_sub_len[pieces[i].sub];
+        bytes += end > lo ? end - lo : 0;
+        hi = MPL_MAX(hi, end);
+    }
+    op->send_copy = MPL_malloc(bytes + 1, MPL_MEM_COLL);
+    MPIR_ERR_CHKANDJUMP(!op->send_copy, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    char *at = op->send_copy;   /* where the byte at offset run_lo of the send space went */
+    size_t run_lo = 0;
+    hi = 0;
+    for (int i = 0; i < n; i++) {
+        int k = pieces[i].sub;
+        size_t off = pieces[i].off, end = off + s->send_sub_len[k];
+        if (i == 0 || off > hi) {       /* a new run of overlapping pieces */
+            at += hi - run_lo;
+            run_lo = off;
+            hi = off;
+        }
+        if (end > hi) {
+            memcpy(at + (hi - run_lo), op->send_user + hi, end - hi);
+            hi = end;
+        }
+        op->send_src[k] = at + (off - run_lo);
+    }
+    op->send_mode = MPII_TNBC_SEND_COPY;
+
+  fn_exit:
+    MPL_free(pieces);
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 /* Send side, once we know whether the call returns early. */
 static int setup_send(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int early)
 {
@@ -251,15 +314,7 @@ static int setup_send(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int early)
         op->send_mode = MPII_TNBC_SEND_GUARDED;
         return MPI_SUCCESS;
     }
-    op->send_copy = MPL_malloc(s->send_bytes, MPL_MEM_COLL);
-    if (!op->send_copy)
-        return MPI_ERR_NO_MEM;
-    memcpy(op->send_copy, op->send_user, s->send_bytes);
-    for (int k = 0; k < n; k++)
-        op->send_src[k] = op->send_copy + s->send_sub_off[k];
-    op->send_user = op->send_copy;
-    op->send_mode = MPII_TNBC_SEND_COPY;
-    return MPI_SUCCESS;
+    return copy_send_subs(op);
 }
 
 /* Our order reports: where we read each peer's block (-1: not known); the peers' slots read

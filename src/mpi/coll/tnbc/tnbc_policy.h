@@ -106,9 +106,24 @@ typedef struct {
                                  * schedules carry order reports, so it is agreed */
     int job_off;                /* every call declined: until MPI_Init's agreement, and for
                                  * good where a process could not install the libc hooks */
+    /* settings every process must share (scope ALL_EQ), as MPI_Init found them: an MPI_T
+     * write made later, or made by some processes only, must not make them disagree */
+    int bcast_segments;         /* MPIR_CVAR_TNBC_BCAST_SEGMENTS, 1 to 1024 */
+    int scan_segments;          /* MPIR_CVAR_TNBC_SCAN_SEGMENTS, 1 to 1024 */
+    int stats;                  /* MPIR_CVAR_TNBC_STATS */
 } MPIR_Tnbc_policy_t;
 
 #define MPIR_TNBC_NODE_DECLINE_ALL SIZE_MAX
+
+/* A segment count setting (MPIR_CVAR_TNBC_*_SEGMENTS) as the schedules use it. */
+static inline int MPIR_Tnbc_segments(int setting)
+{
+    return setting < 1 ? 1 : setting > 1024 ? 1024 : setting;
+}
+
+/* The process's policy: set by MPIR_Tnbc_init from the CVARs (tnbc_init.c), read by every
+ * entry point and by the engine. */
+extern MPIR_Tnbc_policy_t MPII_Tnbc_policy;
 
 const char *MPIR_Tnbc_coll_name(MPIR_Tnbc_coll_t coll);
 const char *MPIR_Tnbc_decision_name(MPIR_Tnbc_decision_t decision);

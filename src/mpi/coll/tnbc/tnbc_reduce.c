@@ -240,7 +240,7 @@ static int build_scan(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t *
 {
     MPII_Tnbc_reduction_t *r = call;
     int exclusive = (args->coll == MPIR_TNBC_COLL_EXSCAN);
-    int nseg = MPL_MIN(MPL_MAX(1, MPIR_CVAR_TNBC_SCAN_SEGMENTS), 1024);
+    int nseg = MPII_Tnbc_policy.scan_segments;
 
     r->no_result = (exclusive && args->comm->rank == 0);        /* undefined there: left as it is */
     return place_buffers(args, r, MPIR_Tnbc_sched_scan(&args->sched, args->comm->rank,

@@ -316,7 +316,7 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
     }
 }
 
-int MPII_Tnbc_stats_reduce_and_print(void)
+int MPII_Tnbc_stats_reduce_and_print(int level)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
@@ -324,7 +324,7 @@ int MPII_Tnbc_stats_reduce_and_print(void)
     static MPII_Tnbc_counters_t sum;
     uint64_t release_max = 0;
 
-    if (MPIR_CVAR_TNBC_STATS <= 0)
+    if (level <= 0)
         goto fn_exit;
 
     MPIR_Rm_stats_t rm;
@@ -351,7 +351,7 @@ int MPII_Tnbc_stats_reduce_and_print(void)
     st.hooked_foreign = hooks.foreign;
     st.hook_calls_from_self = hooks.calls_from_self;
 
-    if (MPIR_CVAR_TNBC_STATS >= 2) {
+    if (level >= 2) {
         char who[16];
         snprintf(who, sizeof(who), "%d", MPIR_Process.rank);
         print_table(who, &st, pg.release_max_ns);

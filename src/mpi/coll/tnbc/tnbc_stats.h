@@ -43,7 +43,8 @@ void MPII_Tnbc_stats_helper_deferred(uint64_t ns);
  * calibration compares it with a sender's clock (maint/bench-calibrate) */
 void MPII_Tnbc_stats_helper_made(uint64_t time_ns);
 void MPII_Tnbc_stats_app_sleep(uint64_t ns);    /* an MPI call slept while it waited for T-NBC */
-int MPII_Tnbc_stats_reduce_and_print(void);
+/* at MPI_Finalize: level is MPIR_CVAR_TNBC_STATS as MPI_Init found it (0: nothing) */
+int MPII_Tnbc_stats_reduce_and_print(int level);
 /* an operation's turn ended: how long it held its bodies back, and whether it gave up */
 void MPII_Tnbc_stats_node_turn(uint64_t held_ns, int held, int gave_up);
 /* paced remote bodies of one operation: their time from post to delivery, and for those
