@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1162,6 +1163,49 @@ START_TEST(abandoned_region_wakes_waiters)
 }
 END_TEST
 
+static sigjmp_buf watchdog_jump;
+static void watchdog(int sig)
+{
+    (void) sig;
+    siglongjmp(watchdog_jump, 1);
+}
+
+/* A watchdog timer leaves the handler's wait with siglongjmp (the program gives up on work
+ * that reads received data): the wait's record is reaped when the region retires, instead of
+ * pinning its slot for ever, and the count of waiting threads comes back. */
+START_TEST(wait_left_by_longjmp_is_reaped)
+{
+    char *mem = map_pages(2);
+    size_t off = 0, len = 2 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = watchdog;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, &old);
+    struct itimerval once = { {0, 0}, {0, 20000} };
+    volatile int jumped = 0;
+    if (!sigsetjmp(watchdog_jump, 1)) {
+        setitimer(ITIMER_REAL, &once, NULL);
+        (void) ((volatile char *) mem)[0];      /* waits until the timer jumps out */
+    } else {
+        jumped = 1;
+    }
+    ck_assert_int_eq(jumped, 1);
+    ck_assert_int_eq(MPIR_Pageguard_waiting(), 1);      /* left behind by the jump */
+    ck_assert_int_eq(MPIR_Pageguard_unregister(r), MPIR_PAGEGUARD_OK);
+    ck_assert_int_eq(MPIR_Pageguard_waiting(), 0);
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.waits_reaped, 1);
+    ck_assert(readable(mem));
+    sigaction(SIGALRM, &old, NULL);
+    munmap(mem, 2 * ps);
+}
+END_TEST
+
 #define NTHREADS 8
 struct toucher {
     char *mem;
@@ -1542,6 +1586,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, first_touch_order_trace_mode);
     tcase_add_test(tc, send_guard_blocks_writes_not_reads);
     tcase_add_test(tc, abandoned_region_wakes_waiters);
+    tcase_add_test(tc, wait_left_by_longjmp_is_reaped);
     tcase_add_test(tc, many_threads_fault_at_once);
     tcase_add_test(tc, guarded_pages_count_and_touch);
     tcase_add_test_raise_signal(tc, thread_that_cannot_wait_aborts, SIGABRT);

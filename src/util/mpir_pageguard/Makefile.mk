@@ -22,7 +22,8 @@ mpi_core_sources += \
     src/util/mpir_pageguard/pageguard_hooks.c \
     src/util/mpir_pageguard/pageguard_alloc.c \
     src/util/mpir_pageguard/pageguard_signal.c \
-    src/util/mpir_pageguard/pageguard_syscalls.c
+    src/util/mpir_pageguard/pageguard_syscalls.c \
+    src/util/mpir_pageguard/pageguard_wait.c
 
 noinst_HEADERS += \
     src/util/mpir_pageguard/mpir_pageguard.h \

@@ -122,6 +122,7 @@ typedef struct {
     unsigned long faults;       /* faults on our pages */
     unsigned long foreign_faults;       /* faults passed to the previous handler */
     unsigned long stale_faults; /* faults repeated by the kernel on pages already opened */
+    unsigned long waits_reaped; /* waits in the handler left by a longjmp, reaped */
     unsigned long pages_moved;  /* receive pages landed by moving them (config.move_min) */
     unsigned long replaced;     /* times our handler was found replaced */
     uint64_t stall_ns;          /* time spent waiting inside the handler */

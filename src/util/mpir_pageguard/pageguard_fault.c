@@ -325,7 +325,9 @@ void MPIR_Pageguard_note_data_event(uint64_t time_ns)
     atomic_store_explicit(&MPII_pageguard.data_event_ns, time_ns, memory_order_relaxed);
 }
 
-static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page)
+/* A fault on a page of r that still waits for its data: 1 when this thread is to wait for it,
+ * 0 when the access may run again at once. */
+static int on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page)
 {
     atomic_fetch_add(&MPII_pageguard.faults, 1);
     int k = find_sub(r, addr - r->base);
@@ -334,7 +336,7 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
 
     if (r->flags & MPIR_PAGEGUARD_TRACE) {
         release_touched(r, k, page);
-        return;
+        return 0;
     }
     int verdict = MPII_pageguard.config.before_wait ?
         MPII_pageguard.config.before_wait((void *) addr) : MPIR_PAGEGUARD_WAIT;
@@ -350,7 +352,7 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
                 MPII_Pageguard_wake(r);
             else
                 sched_yield();  /* being landed: the access runs again once it is written */
-            return;
+            return 0;
         }
         /* the data cannot come while this thread runs, and going on without it would lose it
          * silently */
@@ -358,22 +360,41 @@ static void on_our_page(MPIR_Pageguard_region_t * r, uintptr_t addr, size_t page
             MPII_pageguard.config.on_abort((void *) addr);
         abort();
     }
+    return 1;
+}
+
+/* Wait until page of r is released, with the slot entered; leaves it. A wait record, rather
+ * than the slot, keeps r alive meanwhile (pageguard_wait.c): a signal handler may leave this
+ * frame for good with siglongjmp. Without a record the slot stays entered, as before. */
+static void wait_for_page(MPII_Pageguard_slot_t * slot, MPIR_Pageguard_region_t * r,
+                          size_t page)
+{
+    unsigned int mine;
     uint64_t t0 = MPII_Pageguard_now_ns();
     atomic_fetch_add(&MPII_pageguard.waiting, 1);
     atomic_fetch_add(&r->waiters, 1);
+    MPII_Pageguard_wait_t *w = MPII_Pageguard_wait_begin(r, &mine);
+    if (w)
+        MPII_Pageguard_slot_leave(slot);
     if (MPII_pageguard.config.on_wait)
         MPII_pageguard.config.on_wait();
-    while (MPII_Pageguard_page_waits(atomic_load(&r->page_state[page]))) {
+    while ((!w || MPII_Pageguard_wait_goes_on(w, mine)) &&
+           MPII_Pageguard_page_waits(atomic_load(&r->page_state[page]))) {
         unsigned int seq = atomic_load(&r->seq);
         if (!MPII_Pageguard_page_waits(atomic_load(&r->page_state[page])))
             break;
         futex_wait(&r->seq, seq);
     }
+    int released = (atomic_load(&r->page_state[page]) == MPII_PAGE_RELEASED);
     atomic_fetch_sub(&r->waiters, 1);
-    atomic_fetch_sub(&MPII_pageguard.waiting, 1);
+    /* past this point r may be gone */
+    if (!w)
+        MPII_Pageguard_slot_leave(slot);
+    if (!w || MPII_Pageguard_wait_end(w, mine))
+        atomic_fetch_sub(&MPII_pageguard.waiting, 1);
     uint64_t t1 = MPII_Pageguard_now_ns();
     atomic_fetch_add(&MPII_pageguard.stall_ns, t1 - t0);
-    if (atomic_load(&r->page_state[page]) == MPII_PAGE_RELEASED)
+    if (released)
         record_release_latency(t0, t1);
 }
 
@@ -456,8 +477,10 @@ static void handler(int sig, siginfo_t * info, void *uctx)
                 int state = atomic_load(&r->page_state[page]);
                 if (MPII_Pageguard_page_waits(state) &&
                     (info->si_code == SEGV_ACCERR || state == MPII_PAGE_LANDING)) {
-                    on_our_page(r, addr, page);
-                    MPII_Pageguard_slot_leave(slot);
+                    if (on_our_page(r, addr, page))
+                        wait_for_page(slot, r, page);
+                    else
+                        MPII_Pageguard_slot_leave(slot);
                     unmatched_addr = 0;
                     errno = saved_errno;
                     return;

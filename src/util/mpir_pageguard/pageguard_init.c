@@ -188,6 +188,7 @@ void MPIR_Pageguard_get_stats(MPIR_Pageguard_stats_t * stats)
     stats->faults = atomic_load(&MPII_pageguard.faults);
     stats->foreign_faults = atomic_load(&MPII_pageguard.foreign_faults);
     stats->stale_faults = atomic_load(&MPII_pageguard.stale_faults);
+    stats->waits_reaped = atomic_load(&MPII_pageguard.waits_reaped);
     stats->pages_moved = atomic_load(&MPII_pageguard.pages_moved);
     stats->replaced = atomic_load(&MPII_pageguard.replaced);
     stats->stall_ns = atomic_load(&MPII_pageguard.stall_ns);

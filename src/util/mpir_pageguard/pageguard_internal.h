@@ -60,6 +60,9 @@ struct MPIR_Pageguard_region {
     _Atomic int unreleased;     /* guarded pages not yet released */
     _Atomic unsigned int seq;   /* futex word: bumped whenever pages are released */
     _Atomic int waiters;        /* handlers waiting on seq: no wake-up call when none */
+    int waiter_reaped;          /* a wait left by a longjmp was reaped at retirement: the
+                                 * struct and page_state are never freed (a slow waiter may
+                                 * still read them) */
 
     char *staging;              /* RECV: same offsets as the user buffer, and the same offsets
                                  * within a page, so that whole pages can move */
@@ -107,6 +110,7 @@ typedef struct {
     uintptr_t main_stack;       /* an address in the main thread's stack (never moved), or 0 */
     _Atomic uint64_t stall_ns;
     _Atomic int waiting;        /* threads waiting in the handler */
+    _Atomic unsigned long waits_reaped; /* waits left by a longjmp (pageguard_wait.c) */
     _Atomic uint64_t data_event_ns;     /* MPIR_Pageguard_note_data_event */
     _Atomic uint64_t release_hist[MPIR_PAGEGUARD_LATENCY_BUCKETS];
     _Atomic uint64_t release_max_ns;
@@ -145,6 +149,19 @@ static inline void MPII_Pageguard_slot_leave(MPII_Pageguard_slot_t * slot)
     atomic_fetch_sub(&slot->users, 1);
 }
 
+
+/* Wait records (pageguard_wait.c). A thread about to wait for a page of r takes a record
+ * (NULL: none left, keep the slot instead), looks with wait_goes_on before every look at r
+ * (0: the record was reaped, touch r no more), and ends with wait_end (0: it had been reaped,
+ * and the reaper took back this wait's share of MPII_pageguard.waiting). A retiring region
+ * drains them: returns 1 when a record was reaped (a waiter may still read the region's
+ * memory: keep it). */
+typedef struct MPII_Pageguard_wait MPII_Pageguard_wait_t;
+MPII_Pageguard_wait_t *MPII_Pageguard_wait_begin(MPIR_Pageguard_region_t * r,
+                                                 unsigned int *mine);
+int MPII_Pageguard_wait_goes_on(MPII_Pageguard_wait_t * w, unsigned int mine);
+int MPII_Pageguard_wait_end(MPII_Pageguard_wait_t * w, unsigned int mine);
+int MPII_Pageguard_wait_drain(MPIR_Pageguard_region_t * r);
 
 /* The protection to open the pages of [lo, hi) with again (pageguard_prot.c). */
 enum {

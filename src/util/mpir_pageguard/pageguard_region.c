@@ -115,12 +115,14 @@ static void free_region(MPIR_Pageguard_region_t * r)
         MPII_Pageguard_staging_put(r->staging_map, r->staging_len);
     free(r->sub_off);
     free(r->sub_len);
-    free((void *) r->page_state);
     free(r->page_pending);
     free((void *) r->sub_done);
     free((void *) r->touch_order);
     free(r->touch_ns);
     pthread_mutex_destroy(&r->lock);
+    if (r->waiter_reaped)
+        return;
+    free((void *) r->page_state);
     free(r);
 }
 
@@ -226,6 +228,7 @@ static void retire_slot(MPIR_Pageguard_region_t * r)
         atomic_fetch_sub(&MPII_pageguard.live_regions, 1);
     while (atomic_load(&MPII_pageguard.slots[r->slot].users) > 0)
         sched_yield();
+    r->waiter_reaped |= MPII_Pageguard_wait_drain(r);
 
     atomic_fetch_add(&MPII_pageguard.changes, 1);
     pthread_mutex_lock(&MPII_pageguard.lock);
