@@ -1206,6 +1206,83 @@ START_TEST(wait_left_by_longjmp_is_reaped)
 }
 END_TEST
 
+static void *touch_first(void *mem)
+{
+    (void) ((volatile char *) mem)[0];
+    return NULL;
+}
+
+/* A waiter on another thread, woken by the unregistration that then drains the records, is
+ * waited for, never reaped (its last look may come after the drain read the clock). */
+START_TEST(live_waiter_is_never_reaped)
+{
+    for (int i = 0; i < 50; i++) {
+        char *mem = map_pages(2);
+        size_t off = 0, len = 2 * ps;
+        MPIR_Pageguard_region_t *r;
+        ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len,
+                                                 MPIR_PAGEGUARD_RECV, 0, &r), MPIR_PAGEGUARD_OK);
+        pthread_t t;
+        pthread_create(&t, NULL, touch_first, mem);
+        sleep_ms(1);
+        ck_assert_int_eq(MPIR_Pageguard_unregister(r), MPIR_PAGEGUARD_OK);
+        pthread_join(t, NULL);
+        munmap(mem, 2 * ps);
+    }
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.waits_reaped, 0);
+    ck_assert_int_eq(MPIR_Pageguard_waiting(), 0);
+}
+END_TEST
+
+static void *jump_out_of_wait(void *mem)
+{
+    sigset_t alrm;
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
+    struct itimerval once = { {0, 0}, {0, 20000} };
+    if (!sigsetjmp(watchdog_jump, 1)) {
+        setitimer(ITIMER_REAL, &once, NULL);
+        (void) ((volatile char *) mem)[0];
+    }
+    return NULL;        /* the thread ends with its wait left behind */
+}
+
+/* The wait of another thread, left by siglongjmp (that thread has even exited): reaped once it
+ * has been silent for long enough, so the region still retires. */
+START_TEST(silent_wait_of_another_thread_is_reaped)
+{
+    char *mem = map_pages(2);
+    size_t off = 0, len = 2 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = watchdog;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, &old);
+    sigset_t alrm;
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &alrm, NULL);    /* the timer's signal goes to the thread */
+    pthread_t t;
+    pthread_create(&t, NULL, jump_out_of_wait, mem);
+    pthread_join(t, NULL);
+    pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
+    ck_assert_int_eq(MPIR_Pageguard_waiting(), 1);
+    ck_assert_int_eq(MPIR_Pageguard_unregister(r), MPIR_PAGEGUARD_OK);
+    ck_assert_int_eq(MPIR_Pageguard_waiting(), 0);
+    MPIR_Pageguard_stats_t st;
+    MPIR_Pageguard_get_stats(&st);
+    ck_assert_uint_eq(st.waits_reaped, 1);
+    sigaction(SIGALRM, &old, NULL);
+    munmap(mem, 2 * ps);
+}
+END_TEST
+
 #define NTHREADS 8
 struct toucher {
     char *mem;
@@ -1587,6 +1664,8 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, send_guard_blocks_writes_not_reads);
     tcase_add_test(tc, abandoned_region_wakes_waiters);
     tcase_add_test(tc, wait_left_by_longjmp_is_reaped);
+    tcase_add_test(tc, live_waiter_is_never_reaped);
+    tcase_add_test(tc, silent_wait_of_another_thread_is_reaped);
     tcase_add_test(tc, many_threads_fault_at_once);
     tcase_add_test(tc, guarded_pages_count_and_touch);
     tcase_add_test_raise_signal(tc, thread_that_cannot_wait_aborts, SIGABRT);

@@ -200,6 +200,9 @@ void MPIR_Pageguard_first_touch(MPIR_Pageguard_region_t * region, int k, int *or
 
 /* Threads waiting in the handler right now. */
 int MPIR_Pageguard_waiting(void);
+/* The calling thread is not in the fault handler: a wait of its own that a signal handler
+ * left with siglongjmp is over (its region need not wait for it). Async-signal-safe. */
+void MPIR_Pageguard_wait_left(void);
 
 /* Progress side: the sub-messages completed from now on came with network events signalled
  * at time_ns (CLOCK_MONOTONIC); measures the release latency (stats). Lock-free. */

@@ -61,7 +61,7 @@ static void handler(int sig, siginfo_t * info, void *uctx);
 static void futex_wait(_Atomic unsigned int *word, unsigned int expected)
 {
     /* Bounded, so a missed wake-up can only cost a little time. */
-    struct timespec timeout = { 0, 50 * 1000 * 1000 };
+    struct timespec timeout = { 0, MPII_PAGEGUARD_WAIT_LOOK_NS };
     syscall(SYS_futex, (unsigned int *) word, FUTEX_WAIT_PRIVATE, expected, &timeout, NULL, 0);
 }
 

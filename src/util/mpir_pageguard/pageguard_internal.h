@@ -154,8 +154,9 @@ static inline void MPII_Pageguard_slot_leave(MPII_Pageguard_slot_t * slot)
  * (NULL: none left, keep the slot instead), looks with wait_goes_on before every look at r
  * (0: the record was reaped, touch r no more), and ends with wait_end (0: it had been reaped,
  * and the reaper took back this wait's share of MPII_pageguard.waiting). A retiring region
- * drains them: returns 1 when a record was reaped (a waiter may still read the region's
- * memory: keep it). */
+ * drains them: returns 1 when another thread's record was reaped for being silent (that waiter
+ * may still read the region's memory: keep it). A waiter looks at least this often: */
+#define MPII_PAGEGUARD_WAIT_LOOK_NS (50ull * 1000 * 1000)
 typedef struct MPII_Pageguard_wait MPII_Pageguard_wait_t;
 MPII_Pageguard_wait_t *MPII_Pageguard_wait_begin(MPIR_Pageguard_region_t * r,
                                                  unsigned int *mine);

@@ -8,23 +8,25 @@
  * siglongjmp (a watchdog timer around work that reads received data): the handler's frame is
  * gone, and anything it held stays held. So a waiting thread holds no slot reference; it
  * publishes a record (region, and the time it last looked at its page), and a region that
- * retires waits for the records that name it -- except those of the retiring thread itself,
- * which cannot be waiting, and those that have not looked for a long time, which are reaped.
- * A reaped waiter that was only slow sees its record taken when it looks next and leaves
- * without touching the region again; a region that had a record reaped keeps the memory a
- * waiter reads (pageguard_region.c). Atomics only on the waiter's side: signal-safe. */
+ * retires waits for the records that name it, reaping those that are dead: the retiring
+ * thread's own, and those that have not looked for a long time. A thread's own record is dead
+ * too whenever that thread is about to wait again or enters MPI (SIGSEGV is blocked while our
+ * handler runs, so waits never nest). A reaped waiter that was only slow sees its record taken
+ * when it looks next and leaves without touching the region again; a region that had such a
+ * record reaped keeps the memory a waiter reads (pageguard_region.c). Atomics only on the
+ * waiter's side: signal-safe. */
 
 #include "pageguard_internal.h"
 
 #include <sched.h>
 
-#define MPII_WAIT_ROWS 256      /* threads that ever waited; beyond, waits hold the slot */
-#define MPII_WAITS_PER_ROW 4    /* nested waits of one thread (a signal handler's read) */
-#define MPII_WAIT_ABANDONED_NS (1000ull * 1000 * 1000)  /* a live waiter looks every 50 ms */
+#define MPII_PAGEGUARD_WAIT_ROWS 256    /* threads that ever waited; beyond, waits hold the slot */
+/* a live waiter looks at least every MPII_PAGEGUARD_WAIT_LOOK_NS */
+#define MPII_PAGEGUARD_WAIT_ABANDONED_NS (20 * MPII_PAGEGUARD_WAIT_LOOK_NS)
 
 /* state: generation << 2 | kind */
-enum { MPII_WAIT_IDLE = 0, MPII_WAIT_WAITING = 1, MPII_WAIT_REAPED = 2 };
-#define MPII_WAIT_KIND(s) ((s) & 3)
+enum { MPII_PAGEGUARD_WAIT_IDLE, MPII_PAGEGUARD_WAIT_WAITING, MPII_PAGEGUARD_WAIT_REAPED };
+#define MPII_PAGEGUARD_WAIT_KIND(s) ((s) & 3u)
 
 struct MPII_Pageguard_wait {
     _Atomic unsigned int state;
@@ -32,31 +34,46 @@ struct MPII_Pageguard_wait {
     _Atomic uint64_t alive_ns;
 };
 
-static MPII_Pageguard_wait_t waits[MPII_WAIT_ROWS][MPII_WAITS_PER_ROW];
+static MPII_Pageguard_wait_t waits[MPII_PAGEGUARD_WAIT_ROWS];
 static _Atomic int rows_taken;
 static __thread int my_row __attribute__ ((tls_model("initial-exec"))) = -1;
+
+/* Take back a waiting record: 1 if this call did (the waiting count is given back). */
+static int reap(MPII_Pageguard_wait_t * w, unsigned int s)
+{
+    if (!atomic_compare_exchange_strong(&w->state, &s, (s & ~3u) | MPII_PAGEGUARD_WAIT_REAPED))
+        return 0;
+    atomic_fetch_sub(&MPII_pageguard.waiting, 1);
+    atomic_fetch_add(&MPII_pageguard.waits_reaped, 1);
+    return 1;
+}
+
+void MPIR_Pageguard_wait_left(void)
+{
+    if (my_row < 0)
+        return;
+    unsigned int s = atomic_load(&waits[my_row].state);
+    if (MPII_PAGEGUARD_WAIT_KIND(s) == MPII_PAGEGUARD_WAIT_WAITING)
+        reap(&waits[my_row], s);
+}
 
 MPII_Pageguard_wait_t *MPII_Pageguard_wait_begin(MPIR_Pageguard_region_t * r,
                                                  unsigned int *mine)
 {
     if (my_row == -1) {
         int row = atomic_fetch_add(&rows_taken, 1);
-        my_row = row < MPII_WAIT_ROWS ? row : -2;
+        my_row = row < MPII_PAGEGUARD_WAIT_ROWS ? row : -2;
     }
     if (my_row < 0)
         return NULL;
-    for (int i = 0; i < MPII_WAITS_PER_ROW; i++) {
-        MPII_Pageguard_wait_t *w = &waits[my_row][i];
-        unsigned int s = atomic_load(&w->state);
-        if (MPII_WAIT_KIND(s) == MPII_WAIT_WAITING)
-            continue;   /* an outer wait of ours, or one left by a longjmp and not yet reaped */
-        atomic_store(&w->region, r);
-        atomic_store(&w->alive_ns, MPII_Pageguard_now_ns());
-        *mine = ((s >> 2) + 1) << 2 | MPII_WAIT_WAITING;
-        atomic_store(&w->state, *mine);
-        return w;
-    }
-    return NULL;
+    MPIR_Pageguard_wait_left(); /* an earlier wait of ours, left by a longjmp */
+    MPII_Pageguard_wait_t *w = &waits[my_row];
+    unsigned int s = atomic_load(&w->state);
+    atomic_store(&w->region, r);
+    atomic_store(&w->alive_ns, MPII_Pageguard_now_ns());
+    *mine = ((s >> 2) + 1) << 2 | MPII_PAGEGUARD_WAIT_WAITING;
+    atomic_store(&w->state, *mine);
+    return w;
 }
 
 int MPII_Pageguard_wait_goes_on(MPII_Pageguard_wait_t * w, unsigned int mine)
@@ -69,35 +86,34 @@ int MPII_Pageguard_wait_goes_on(MPII_Pageguard_wait_t * w, unsigned int mine)
 
 int MPII_Pageguard_wait_end(MPII_Pageguard_wait_t * w, unsigned int mine)
 {
-    return atomic_compare_exchange_strong(&w->state, &mine, (mine & ~3u) | MPII_WAIT_IDLE);
+    return atomic_compare_exchange_strong(&w->state, &mine,
+                                          (mine & ~3u) | MPII_PAGEGUARD_WAIT_IDLE);
 }
 
 int MPII_Pageguard_wait_drain(MPIR_Pageguard_region_t * r)
 {
-    int reaped = 0;
+    int slow_reaped = 0;
     for (;;) {
         int live = 0, rows = atomic_load(&rows_taken);
-        uint64_t now = MPII_Pageguard_now_ns();
-        for (int row = 0; row < rows && row < MPII_WAIT_ROWS; row++) {
-            for (int i = 0; i < MPII_WAITS_PER_ROW; i++) {
-                MPII_Pageguard_wait_t *w = &waits[row][i];
-                unsigned int s = atomic_load(&w->state);
-                if (MPII_WAIT_KIND(s) != MPII_WAIT_WAITING || atomic_load(&w->region) != r)
-                    continue;
-                if (row != my_row && now - atomic_load(&w->alive_ns) < MPII_WAIT_ABANDONED_NS) {
-                    live = 1;
-                    continue;
-                }
-                if (atomic_compare_exchange_strong(&w->state, &s,
-                                                   (s & ~3u) | MPII_WAIT_REAPED)) {
-                    atomic_fetch_sub(&MPII_pageguard.waiting, 1);
-                    atomic_fetch_add(&MPII_pageguard.waits_reaped, 1);
-                    reaped = 1;
-                }
+        for (int row = 0; row < rows && row < MPII_PAGEGUARD_WAIT_ROWS; row++) {
+            MPII_Pageguard_wait_t *w = &waits[row];
+            unsigned int s = atomic_load(&w->state);
+            if (MPII_PAGEGUARD_WAIT_KIND(s) != MPII_PAGEGUARD_WAIT_WAITING ||
+                atomic_load(&w->region) != r)
+                continue;
+            if (row == my_row) {
+                reap(w, s);     /* we are retiring, not waiting */
+                continue;
             }
+            /* the look first, then the clock: a look made meanwhile is never in the future */
+            uint64_t alive = atomic_load(&w->alive_ns);
+            if ((int64_t) (MPII_Pageguard_now_ns() - alive) < MPII_PAGEGUARD_WAIT_ABANDONED_NS)
+                live = 1;
+            else
+                slow_reaped |= reap(w, s);
         }
         if (!live)
-            return reaped;
+            return slow_reaped;
         sched_yield();
     }
 }

@@ -831,7 +831,7 @@ int MPIR_Tnbc_finalize_drain(void)
 {
     int mpi_errno = MPI_SUCCESS;
 
-    if (!MPIR_CVAR_TNBC_ENABLE)
+    if (!MPIR_Tnbc_enabled)
         goto fn_exit;
     MPID_THREAD_CS_ENTER(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     mpi_errno = MPII_Tnbc_progress_until(no_ops_cond, NULL);

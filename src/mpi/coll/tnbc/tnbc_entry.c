@@ -13,10 +13,10 @@
 #include "mpiimpl.h"
 #include "tnbc_entry.h"
 #include "tnbc_access.h"
-#include "tnbc_message.h"
 #include "tnbc_node.h"
 #include "tnbc_stats.h"
 #include "tnbc_util.h"
+#include "mpir_pageguard.h"
 
 /* Whether every process of an intracommunicator is on this node: the same answer on every
  * process, from the node communicator MPICH made when the communicator was committed (a node
@@ -67,39 +67,6 @@ static MPIR_Tnbc_decision_t decide(MPIR_Tnbc_call_facts_t * facts, MPIR_Comm * c
     return decision;
 }
 
-/* The settings every process must share are read once, at MPI_Init (MPII_Tnbc_policy,
- * MPIR_Tnbc_enabled): a write through MPI_T after it, perhaps on some processes only, changes
- * nothing. Say so once, naming the first such setting found. */
-static void notice_late_cvar_writes(void)
-{
-    static int said;
-    const MPIR_Tnbc_policy_t *p = &MPII_Tnbc_policy;
-    const char *name = NULL;
-
-    if (said)
-        return;
-    if (MPIR_CVAR_TNBC_ENABLE != MPIR_Tnbc_enabled)
-        name = "MPIR_CVAR_TNBC_ENABLE";
-    else if ((size_t) MPL_MAX(MPIR_CVAR_TNBC_MIN_BYTES, 0) != p->min_bytes)
-        name = "MPIR_CVAR_TNBC_MIN_BYTES";
-    else if ((MPIR_CVAR_TNBC_NODE_MIN_BYTES < 0 ? MPIR_TNBC_NODE_DECLINE_ALL :
-              (size_t) MPIR_CVAR_TNBC_NODE_MIN_BYTES) != p->node_min_bytes)
-        name = "MPIR_CVAR_TNBC_NODE_MIN_BYTES";
-    else if ((size_t) MPL_MAX(MPIR_CVAR_TNBC_PACE_BYTES, 0) != p->pace_bytes)
-        name = "MPIR_CVAR_TNBC_PACE_BYTES";
-    else if (MPIR_Tnbc_segments(MPIR_CVAR_TNBC_BCAST_SEGMENTS) != p->bcast_segments)
-        name = "MPIR_CVAR_TNBC_BCAST_SEGMENTS";
-    else if (MPIR_Tnbc_segments(MPIR_CVAR_TNBC_SCAN_SEGMENTS) != p->scan_segments)
-        name = "MPIR_CVAR_TNBC_SCAN_SEGMENTS";
-    else if (MPIR_CVAR_TNBC_STATS != p->stats)
-        name = "MPIR_CVAR_TNBC_STATS";
-    if (!name)
-        return;
-    said = 1;
-    MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "%s was changed after MPI_Init; T-NBC keeps the value "
-                  "MPI_Init found (every process must use the same)", name);
-}
-
 /* A call T-NBC has no schedule for may name any buffer T-NBC holds. */
 static int settle(const MPII_Tnbc_form_t * form, const void *call, MPIR_Comm * comm_ptr,
                   int schedulable)
@@ -122,7 +89,9 @@ int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t 
     MPII_Tnbc_launch_t launch = { 0 };
 
     *handled = 0;
-    notice_late_cvar_writes();
+    /* this thread is not in the fault handler: a wait of its own left by a longjmp is over */
+    MPIR_Pageguard_wait_left();
+    MPII_Tnbc_policy_check_late();
     int schedulable = (comm_ptr->comm_kind != MPIR_COMM_KIND__INTERCOMM &&
                        (!form->needs_topology || MPIR_Topology_get(comm_ptr)));
     mpi_errno = settle(form, call, comm_ptr, schedulable);

@@ -136,6 +136,59 @@ static void tune_malloc(void)
 #endif
 }
 
+/* The settings every process must share, as the CVARs say now (all but the collective list,
+ * which the caller parses). */
+static void policy_from_cvars(MPIR_Tnbc_policy_t * p)
+{
+    p->supported_colls = MPII_TNBC_SUPPORTED_COLLS;
+    p->min_bytes = (size_t) MPL_MAX(MPIR_CVAR_TNBC_MIN_BYTES, 0);
+    p->node_min_bytes = MPIR_CVAR_TNBC_NODE_MIN_BYTES < 0 ?
+        MPIR_TNBC_NODE_DECLINE_ALL : (size_t) MPIR_CVAR_TNBC_NODE_MIN_BYTES;
+    p->pace_bytes = (size_t) MPL_MAX(MPIR_CVAR_TNBC_PACE_BYTES, 0);
+    p->bcast_segments = MPIR_Tnbc_segments(MPIR_CVAR_TNBC_BCAST_SEGMENTS);
+    p->scan_segments = MPIR_Tnbc_segments(MPIR_CVAR_TNBC_SCAN_SEGMENTS);
+    p->stats = MPIR_CVAR_TNBC_STATS;
+}
+
+static char *collectives_at_init;
+
+/* The shared settings are read once, at MPI_Init: a write through MPI_T after it, perhaps on
+ * some processes only, changes nothing. Say so once (seen at the next collective T-NBC is
+ * offered), naming the first such setting. */
+void MPII_Tnbc_policy_check_late(void)
+{
+    static int said;
+    MPIR_Tnbc_policy_t now;
+    const MPIR_Tnbc_policy_t *p = &MPII_Tnbc_policy;
+    const char *name = NULL;
+
+    if (said)
+        return;
+    policy_from_cvars(&now);
+    if (MPIR_CVAR_TNBC_ENABLE != MPIR_Tnbc_enabled)
+        name = "MPIR_CVAR_TNBC_ENABLE";
+    else if (collectives_at_init && MPIR_CVAR_TNBC_COLLECTIVES &&
+             strcmp(MPIR_CVAR_TNBC_COLLECTIVES, collectives_at_init) != 0)
+        name = "MPIR_CVAR_TNBC_COLLECTIVES";
+    else if (now.min_bytes != p->min_bytes)
+        name = "MPIR_CVAR_TNBC_MIN_BYTES";
+    else if (now.node_min_bytes != p->node_min_bytes)
+        name = "MPIR_CVAR_TNBC_NODE_MIN_BYTES";
+    else if (now.pace_bytes != p->pace_bytes)
+        name = "MPIR_CVAR_TNBC_PACE_BYTES";
+    else if (now.bcast_segments != p->bcast_segments)
+        name = "MPIR_CVAR_TNBC_BCAST_SEGMENTS";
+    else if (now.scan_segments != p->scan_segments)
+        name = "MPIR_CVAR_TNBC_SCAN_SEGMENTS";
+    else if (now.stats != p->stats)
+        name = "MPIR_CVAR_TNBC_STATS";
+    if (!name)
+        return;
+    said = 1;
+    MPII_Tnbc_say(MPII_TNBC_SAY_WARNING, "%s was changed after MPI_Init; T-NBC keeps the value "
+                  "MPI_Init found (every process must use the same)", name);
+}
+
 int MPIR_Tnbc_init(void)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -153,21 +206,16 @@ int MPIR_Tnbc_init(void)
                          "**cvar_val", "**cvar_val %s %s", "MPIR_CVAR_TNBC_NODE_MIN_BYTES",
                          "below -1");
 
+    policy_from_cvars(&MPII_Tnbc_policy);
     MPII_Tnbc_policy.enabled_colls = mask;
-    MPII_Tnbc_policy.supported_colls = MPII_TNBC_SUPPORTED_COLLS;
-    MPII_Tnbc_policy.min_bytes = (size_t) MPIR_CVAR_TNBC_MIN_BYTES;
-    MPII_Tnbc_policy.node_min_bytes = MPIR_CVAR_TNBC_NODE_MIN_BYTES < 0 ?
-        MPIR_TNBC_NODE_DECLINE_ALL : (size_t) MPIR_CVAR_TNBC_NODE_MIN_BYTES;
-    MPII_Tnbc_policy.pace_bytes = (size_t) MPL_MAX(MPIR_CVAR_TNBC_PACE_BYTES, 0);
     MPII_Tnbc_policy.job_off = 1;       /* until MPIR_Tnbc_world_init agrees */
-    MPII_Tnbc_policy.bcast_segments = MPIR_Tnbc_segments(MPIR_CVAR_TNBC_BCAST_SEGMENTS);
-    MPII_Tnbc_policy.scan_segments = MPIR_Tnbc_segments(MPIR_CVAR_TNBC_SCAN_SEGMENTS);
-    MPII_Tnbc_policy.stats = MPIR_CVAR_TNBC_STATS;
     MPIR_Tnbc_enabled = MPIR_CVAR_TNBC_ENABLE;
+    MPL_free(collectives_at_init);
+    collectives_at_init = MPL_strdup(MPIR_CVAR_TNBC_COLLECTIVES);
     MPII_Tnbc_pvars_register();
     mpi_errno = MPII_Tnbc_access_init();
     MPIR_ERR_CHECK(mpi_errno);
-    if (MPIR_CVAR_TNBC_ENABLE) {
+    if (MPIR_Tnbc_enabled) {
         /* before the application allocates its buffers; MPIR_Tnbc_world_init agrees on it */
         if (!MPID_Tnbc_available(&off_why))
             off_here = MPII_TNBC_NO_DEVICE_SUPPORT;
@@ -295,5 +343,7 @@ int MPIR_Tnbc_finalize(void)
     int engine_errno = MPII_Tnbc_engine_finalize();
     /* nothing is guarded any more: every redirected slot gets the C library's function back */
     MPIR_Pageguard_hooks_remove();
+    MPL_free(collectives_at_init);
+    collectives_at_init = NULL;
     return mpi_errno ? mpi_errno : engine_errno;
 }

@@ -124,6 +124,8 @@ static inline int MPIR_Tnbc_segments(int setting)
 /* The process's policy: set by MPIR_Tnbc_init from the CVARs (tnbc_init.c), read by every
  * entry point and by the engine. */
 extern MPIR_Tnbc_policy_t MPII_Tnbc_policy;
+/* Warn once when an MPI_T write after MPI_Init changed a setting the policy keeps. */
+void MPII_Tnbc_policy_check_late(void);
 
 const char *MPIR_Tnbc_coll_name(MPIR_Tnbc_coll_t coll);
 const char *MPIR_Tnbc_decision_name(MPIR_Tnbc_decision_t decision);
