@@ -75,6 +75,16 @@ static void teardown(void)
     close(probe_pipe[1]);
 }
 
+/* Two fresh pages guarded as one receive sub-message. */
+static MPIR_Pageguard_region_t *guard_two_pages(char *mem)
+{
+    size_t off = 0, len = 2 * ps;
+    MPIR_Pageguard_region_t *r;
+    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
+                                             &r), MPIR_PAGEGUARD_OK);
+    return r;
+}
+
 /* n equal sub-messages covering [0, len) */
 static void split(size_t len, int n, size_t * off, size_t * sublen)
 {
@@ -725,10 +735,7 @@ START_TEST(foreign_fault_reaches_previous_handler)
     install_previous();
     ck_assert_int_eq(MPIR_Pageguard_init(NULL), MPIR_PAGEGUARD_OK);
     char *mem = map_pages(4);
-    size_t off = 0, len = 2 * ps;
-    MPIR_Pageguard_region_t *r;
-    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
-                                             &r), MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_region_t *r = guard_two_pages(mem);
     foreign_page = mem + 3 * ps;
     mprotect(foreign_page, ps, PROT_NONE);
     ((volatile char *) foreign_page)[0] = 5;    /* not ours: the previous handler opens it */
@@ -764,10 +771,7 @@ END_TEST
 static void touch_waits_for_data(char fill)
 {
     char *mem = map_pages(2);
-    size_t off = 0, len = 2 * ps;
-    MPIR_Pageguard_region_t *r;
-    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
-                                             &r), MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_region_t *r = guard_two_pages(mem);
     struct completer c = { r, 1, 20, NULL, fill };
     test_off[0] = 0;
     test_len[0] = 2 * ps;
@@ -849,10 +853,7 @@ START_TEST(released_page_protected_again_is_foreign)
 {
     install_previous();
     char *mem = map_pages(2);
-    size_t off = 0, len = 2 * ps;
-    MPIR_Pageguard_region_t *r;
-    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
-                                             &r), MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_region_t *r = guard_two_pages(mem);
     MPIR_Pageguard_complete(r, 0);
     ck_assert(MPIR_Pageguard_all_released(r));
     foreign_page = mem;
@@ -1151,10 +1152,7 @@ static void *unregister_later(void *r)
 START_TEST(abandoned_region_wakes_waiters)
 {
     char *mem = map_pages(2);
-    size_t off = 0, len = 2 * ps;
-    MPIR_Pageguard_region_t *r;
-    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
-                                             &r), MPIR_PAGEGUARD_OK);
+    MPIR_Pageguard_region_t *r = guard_two_pages(mem);
     pthread_t t;
     pthread_create(&t, NULL, unregister_later, r);
     (void) ((volatile char *) mem)[0];  /* either faults and is woken, or finds it open */
@@ -1170,21 +1168,24 @@ static void watchdog(int sig)
     siglongjmp(watchdog_jump, 1);
 }
 
+static void install_watchdog(struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = watchdog;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, old);
+}
+
 /* A watchdog timer leaves the handler's wait with siglongjmp (the program gives up on work
  * that reads received data): the wait's record is reaped when the region retires, instead of
  * pinning its slot for ever, and the count of waiting threads comes back. */
 START_TEST(wait_left_by_longjmp_is_reaped)
 {
     char *mem = map_pages(2);
-    size_t off = 0, len = 2 * ps;
-    MPIR_Pageguard_region_t *r;
-    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
-                                             &r), MPIR_PAGEGUARD_OK);
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = watchdog;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGALRM, &sa, &old);
+    MPIR_Pageguard_region_t *r = guard_two_pages(mem);
+    struct sigaction old;
+    install_watchdog(&old);
     struct itimerval once = { {0, 0}, {0, 20000} };
     volatile int jumped = 0;
     if (!sigsetjmp(watchdog_jump, 1)) {
@@ -1218,10 +1219,7 @@ START_TEST(live_waiter_is_never_reaped)
 {
     for (int i = 0; i < 50; i++) {
         char *mem = map_pages(2);
-        size_t off = 0, len = 2 * ps;
-        MPIR_Pageguard_region_t *r;
-        ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len,
-                                                 MPIR_PAGEGUARD_RECV, 0, &r), MPIR_PAGEGUARD_OK);
+        MPIR_Pageguard_region_t *r = guard_two_pages(mem);
         pthread_t t;
         pthread_create(&t, NULL, touch_first, mem);
         sleep_ms(1);
@@ -1255,15 +1253,9 @@ static void *jump_out_of_wait(void *mem)
 START_TEST(silent_wait_of_another_thread_is_reaped)
 {
     char *mem = map_pages(2);
-    size_t off = 0, len = 2 * ps;
-    MPIR_Pageguard_region_t *r;
-    ck_assert_int_eq(MPIR_Pageguard_register(mem, 2 * ps, 1, &off, &len, MPIR_PAGEGUARD_RECV, 0,
-                                             &r), MPIR_PAGEGUARD_OK);
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = watchdog;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGALRM, &sa, &old);
+    MPIR_Pageguard_region_t *r = guard_two_pages(mem);
+    struct sigaction old;
+    install_watchdog(&old);
     sigset_t alrm;
     sigemptyset(&alrm);
     sigaddset(&alrm, SIGALRM);
