@@ -24,12 +24,10 @@
 #include <stdio.h>
 #include <string.h>
 
+_Static_assert(MPII_LIBC_COUNT <= MPII_PAGEGUARD_PATCH_MAX, "too many hooks for one walk");
+
 static MPII_Pageguard_patch_t patches[MPII_LIBC_COUNT];
-static void *const hooks[MPII_LIBC_COUNT] = {
-#define MPII_PAGEGUARD_LIBC_HOOK(id_, name_, hook_) (void *) MPII_Pageguard_hook_##hook_,
-    MPII_PAGEGUARD_LIBC_FUNCS(MPII_PAGEGUARD_LIBC_HOOK)
-#undef MPII_PAGEGUARD_LIBC_HOOK
-};
+static int patch_id[MPII_LIBC_COUNT];   /* the function (MPII_LIBC_*) of each patch */
 
 static struct {
     pthread_mutex_t lock;
@@ -38,15 +36,30 @@ static struct {
     atomic_ullong generation;   /* of the loaded objects when last patched */
     MPII_Pageguard_patch_counts_t counts;
     atomic_int installed;
-    atomic_int incomplete;      /* an object loaded later has a signal or I/O call we miss */
+    atomic_int incomplete;      /* an object loaded later has a call we must see and miss */
     char why[256];
 } hooked = {.lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Without the hooks of these, T-NBC keeps guarded send buffers out of the allocator's heap
- * instead (tnbc_init.c); every other function must reach its hook. */
-static int is_alloc(const char *name)
+ * instead (tnbc_init.c); every other function not marked optional must reach its hook. */
+static int is_alloc(int id)
 {
-    return strcmp(name, "free") == 0 || strncmp(name, "realloc", 7) == 0;
+    return id == MPII_LIBC_FREE || id == MPII_LIBC_REALLOC || id == MPII_LIBC_REALLOCARRAY;
+}
+
+static int is_needed(int id)
+{
+    return !is_alloc(id) && !MPII_Pageguard_libc.optional[id];
+}
+
+/* the first object in which another interposer holds a slot of function id, or NULL */
+static const char *foreign_object_of(int id)
+{
+    for (int i = 0; i < hooked.npatches; i++) {
+        if (patch_id[i] == id)
+            return hooked.counts.foreign_object[i];
+    }
+    return NULL;
 }
 
 static int skip_object(const char *path, uintptr_t lo, uintptr_t hi, void *arg)
@@ -78,11 +91,13 @@ static int patch_all(MPII_Pageguard_patch_mode_t mode)
                  "some objects' GOT slots could not be made writable");
         return -1;
     }
-    if (counts.foreign && !is_alloc(counts.foreign_name)) {
-        snprintf(hooked.why, sizeof(hooked.why), "the GOT slot of %s() in %s was rewritten by "
-                 "another interposer", counts.foreign_name,
-                 counts.foreign_object[0] ? counts.foreign_object : "the program");
-        return -1;
+    for (int i = 0; counts.foreign && i < hooked.npatches; i++) {
+        const char *object = counts.foreign_object[i];
+        if (object && is_needed(patch_id[i])) {
+            snprintf(hooked.why, sizeof(hooked.why), "the GOT slot of %s() in %s was rewritten "
+                     "by another interposer", patches[i].name, object[0] ? object : "the program");
+            return -1;
+        }
     }
     return 0;
 }
@@ -97,17 +112,20 @@ int MPIR_Pageguard_hooks_install(int (*device_owns) (const char *path), const ch
     hooked.npatches = 0;
     for (int i = 0; i < MPII_LIBC_COUNT; i++) {
         const char *name = MPII_Pageguard_libc.name[i];
-        if (MPII_Pageguard_libc.program_defines[i] && !is_alloc(name)) {
+        if (MPII_Pageguard_libc.program_defines[i] && is_needed(i)) {
             snprintf(hooked.why, sizeof(hooked.why), "the program defines %s() itself", name);
             *why = hooked.why;
             rc = -1;
             goto fn_exit;
         }
-        /* a function the C library lacks cannot be called by anybody */
-        if (!MPII_Pageguard_libc.callee[i])
+        /* a function the C library lacks cannot be called by anybody; a program's own function
+         * of an optional name may not even have its signature */
+        if (!MPII_Pageguard_libc.callee[i] ||
+            (MPII_Pageguard_libc.program_defines[i] && !is_alloc(i)))
             continue;
+        patch_id[hooked.npatches] = i;
         patches[hooked.npatches++] = (MPII_Pageguard_patch_t) {
-        .name = MPII_Pageguard_libc.name[i],.hook = hooks[i],
+        .name = name,.hook = MPII_Pageguard_hooks[i],
                 .bound = MPII_Pageguard_libc.bound[i],.callee = MPII_Pageguard_libc.callee[i]};
     }
     hooked.device_owns = device_owns;
@@ -173,7 +191,8 @@ int MPIR_Pageguard_alloc_interposed(void)
     return atomic_load(&hooked.installed) && libc->usable_size &&
         libc->callee[MPII_LIBC_FREE] && !libc->program_defines[MPII_LIBC_FREE] &&
         libc->callee[MPII_LIBC_REALLOC] && !libc->program_defines[MPII_LIBC_REALLOC] &&
-        !(hooked.counts.foreign && is_alloc(hooked.counts.foreign_name));
+        !foreign_object_of(MPII_LIBC_FREE) && !foreign_object_of(MPII_LIBC_REALLOC) &&
+        !foreign_object_of(MPII_LIBC_REALLOCARRAY);
 }
 
 void *MPIR_Pageguard_hook(const char *name)
@@ -182,7 +201,7 @@ void *MPIR_Pageguard_hook(const char *name)
         MPII_Pageguard_libc_resolve();
     for (int i = 0; i < MPII_LIBC_COUNT; i++) {
         if (strcmp(MPII_Pageguard_libc.name[i], name) == 0)
-            return MPII_Pageguard_libc.callee[i] ? hooks[i] : NULL;
+            return MPII_Pageguard_libc.callee[i] ? MPII_Pageguard_hooks[i] : NULL;
     }
     return NULL;
 }

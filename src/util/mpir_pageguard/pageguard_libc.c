@@ -25,9 +25,14 @@
 
 MPII_Pageguard_libc_t MPII_Pageguard_libc = {
     .name = {
-#define MPII_PAGEGUARD_LIBC_NAME(id_, name_, hook_) #name_,
+#define MPII_PAGEGUARD_LIBC_NAME(id_, name_, hook_, optional_) #name_,
         MPII_PAGEGUARD_LIBC_FUNCS(MPII_PAGEGUARD_LIBC_NAME)
 #undef MPII_PAGEGUARD_LIBC_NAME
+    },
+    .optional = {
+#define MPII_PAGEGUARD_LIBC_OPTIONAL(id_, name_, hook_, optional_) optional_,
+        MPII_PAGEGUARD_LIBC_FUNCS(MPII_PAGEGUARD_LIBC_OPTIONAL)
+#undef MPII_PAGEGUARD_LIBC_OPTIONAL
     }
 };
 

@@ -59,15 +59,16 @@ typedef struct {
     size_t strsz;
 } object_t;
 
+static int by_name(const void *name, const void *patch)
+{
+    return strcmp(name, ((const MPII_Pageguard_patch_t *) patch)->name);
+}
+
 static const MPII_Pageguard_patch_t *patch_named(const walk_t * w, const char *name)
 {
     if (!w->first_char[(unsigned char) name[0]])
         return NULL;
-    for (int i = 0; i < w->count; i++) {
-        if (strcmp(w->patches[i].name, name) == 0)
-            return &w->patches[i];
-    }
-    return NULL;
+    return bsearch(name, w->patches, (size_t) w->count, sizeof(w->patches[0]), by_name);
 }
 
 /* The word a slot should hold after this walk, or NULL to leave it. */
@@ -83,10 +84,9 @@ static void *wanted(const walk_t * w, const object_t * o, const MPII_Pageguard_p
     if (now == p->bound || now == p->callee ||
         (call_slot && (uintptr_t) now >= o->lo && (uintptr_t) now < o->hi))
         return p->hook;
-    if (!w->counts->foreign++) {
-        w->counts->foreign_name = p->name;
-        w->counts->foreign_object = w->path;
-    }
+    w->counts->foreign++;
+    if (!w->counts->foreign_object[p - w->patches])
+        w->counts->foreign_object[p - w->patches] = w->path;
     return NULL;
 }
 
@@ -299,6 +299,8 @@ int MPII_Pageguard_patch_objects(const MPII_Pageguard_patch_t * patches, int cou
 #ifndef MPII_RELOC_CALL
     return -2;
 #endif
+    if (count > MPII_PAGEGUARD_PATCH_MAX)
+        return -1;
     walk_t w = {.patches = patches,.count = count,.mode = mode,.skip = skip,.arg = arg,
         .counts = counts,.pagesize = (uintptr_t) sysconf(_SC_PAGESIZE)
     };

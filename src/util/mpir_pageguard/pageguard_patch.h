@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define MPII_PAGEGUARD_PATCH_MAX 256
+
 typedef struct {
     const char *name;
     void *hook;                 /* what the slots hold while installed */
@@ -28,8 +30,8 @@ typedef struct {
     unsigned objects;           /* objects looked at (not skipped) */
     unsigned slots;             /* slots holding a hook after the call */
     unsigned foreign;           /* slots bound elsewhere (another interposer's), left alone */
-    const char *foreign_name;   /* the first of them: its function and object */
-    const char *foreign_object;
+    /* per patch: the first object holding such a slot ("" for the program), or NULL */
+    const char *foreign_object[MPII_PAGEGUARD_PATCH_MAX];
     unsigned failed;            /* slots that could not be made writable */
 } MPII_Pageguard_patch_counts_t;
 
@@ -44,13 +46,13 @@ typedef enum {
 } MPII_Pageguard_patch_mode_t;
 
 /* Walk every loaded object that skip does not exclude and rewrite the slots of its imports of
- * the names in patches (function-call and address slots). Objects still being loaded by
- * another thread are waited for; objects of other link namespaces (dlmopen) are left alone.
- * Idempotent; other threads may call through the slots meanwhile (each slot is one aligned
- * word), but a lazy binding they resolve at the same moment may write over a hook (walk
- * again). Returns 0, -1 when the list of objects could not be made (no memory), or -2 where
- * the processor's relocations are not understood (x86-64 and AArch64 are). Not
- * async-signal-safe. */
+ * the names in patches (at most MPII_PAGEGUARD_PATCH_MAX, sorted by name as strcmp orders
+ * them): function-call and address slots. Objects still being loaded by another thread are
+ * waited for; objects of other link namespaces (dlmopen) are left alone. Idempotent; other
+ * threads may call through the slots meanwhile (each slot is one aligned word), but a lazy
+ * binding they resolve at the same moment may write over a hook (walk again). Returns 0, -1
+ * when the list of objects could not be made (no memory, too many patches), or -2 where the
+ * processor's relocations are not understood (x86-64 and AArch64 are). Not async-signal-safe. */
 int MPII_Pageguard_patch_objects(const MPII_Pageguard_patch_t * patches, int count,
                                  MPII_Pageguard_patch_mode_t mode,
                                  MPII_Pageguard_patch_skip_fn skip, void *arg,
