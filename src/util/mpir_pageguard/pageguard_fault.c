@@ -378,6 +378,13 @@ static void wait_for_page(MPII_Pageguard_slot_t * slot, MPIR_Pageguard_region_t 
         MPII_Pageguard_slot_leave(slot);
     if (MPII_pageguard.config.on_wait)
         MPII_pageguard.config.on_wait();
+    /* A signal handler of the program's that interrupts the wait may touch another guarded
+     * page: its fault must reach this handler again, not kill the process (a fault with
+     * SIGSEGV blocked does). */
+    sigset_t segv, before;
+    sigemptyset(&segv);
+    sigaddset(&segv, SIGSEGV);
+    int unblocked = w && syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &segv, &before, _NSIG / 8) == 0;
     while ((!w || MPII_Pageguard_wait_goes_on(w, mine)) &&
            MPII_Pageguard_page_waits(atomic_load(&r->page_state[page]))) {
         unsigned int seq = atomic_load(&r->seq);
@@ -385,6 +392,8 @@ static void wait_for_page(MPII_Pageguard_slot_t * slot, MPIR_Pageguard_region_t 
             break;
         futex_wait(&r->seq, seq);
     }
+    if (unblocked)
+        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &before, NULL, _NSIG / 8);
     int released = (atomic_load(&r->page_state[page]) == MPII_PAGE_RELEASED);
     atomic_fetch_sub(&r->waiters, 1);
     /* past this point r may be gone */
