@@ -1524,6 +1524,73 @@ START_TEST(realloc_waits_for_the_data)
 }
 END_TEST
 
+/* A thread that may not run the program's signal handlers (it holds the lock the data needs)
+ * has them held back, and run when it lets go. */
+static volatile int may_run = 1, usr1_runs, usr2_runs;
+
+static int test_may_run_handlers(void)
+{
+    return may_run;
+}
+
+static void on_usr1(int sig)
+{
+    (void) sig;
+    usr1_runs++;
+}
+
+static void on_usr2(int sig, siginfo_t * info, void *uctx)
+{
+    (void) sig;
+    (void) info;
+    (void) uctx;
+    usr2_runs++;
+}
+
+START_TEST(handlers_held_back_while_the_lock_is_held)
+{
+    signal(SIGUSR1, on_usr1);   /* installed before: put behind the trampoline at init */
+    MPIR_Pageguard_finalize();
+    MPIR_Pageguard_config_t cfg = {.may_run_handlers = test_may_run_handlers };
+    ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
+    struct sigaction sa, back, kernel;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_usr2;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    ck_assert_int_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+    ck_assert_int_eq(sigaction(SIGUSR2, NULL, &back), 0);     /* what the program installed */
+    ck_assert_ptr_eq(back.sa_sigaction, on_usr2);
+    ck_assert(back.sa_flags & SA_RESETHAND);
+    ck_assert_int_eq(syscall(SYS_rt_sigaction, SIGUSR2, NULL, &kernel, _NSIG / 8), 0);
+    ck_assert_ptr_ne(kernel.sa_handler, (void *) on_usr2);    /* the trampoline in front */
+
+    may_run = 0;
+    raise(SIGUSR1);
+    raise(SIGUSR2);
+    ck_assert_int_eq(usr1_runs, 0);
+    ck_assert_int_eq(usr2_runs, 0);
+    ck_assert(MPIR_Pageguard_deferred_signals & (1ull << (SIGUSR1 - 1)));
+    MPIR_Pageguard_deliver_deferred();  /* still held: nothing */
+    ck_assert_int_eq(usr1_runs, 0);
+    may_run = 1;
+    MPIR_Pageguard_deliver_deferred();
+    ck_assert_int_eq(usr1_runs, 1);
+    ck_assert_int_eq(usr2_runs, 1);
+    ck_assert_uint_eq(MPIR_Pageguard_deferred_signals, 0);
+    /* SA_RESETHAND: the default action from now on, as the kernel would have done */
+    ck_assert_int_eq(sigaction(SIGUSR2, NULL, &back), 0);
+    ck_assert_ptr_eq(back.sa_handler, SIG_DFL);
+    raise(SIGUSR1);             /* may run: at once */
+    ck_assert_int_eq(usr1_runs, 2);
+
+    MPIR_Pageguard_finalize();  /* the program's handler goes back in front */
+    struct sigaction now;
+    ck_assert_int_eq(sigaction(SIGUSR1, NULL, &now), 0);
+    ck_assert_ptr_eq(now.sa_handler, on_usr1);
+    ck_assert_int_eq(MPIR_Pageguard_init(NULL), MPIR_PAGEGUARD_OK);
+}
+END_TEST
+
 START_TEST(guarded_pages_count_and_touch)
 {
     /* re-initialise with a before_wait callback */
@@ -1656,6 +1723,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, send_guard_blocks_writes_not_reads);
     tcase_add_test(tc, abandoned_region_wakes_waiters);
     tcase_add_test(tc, wait_left_by_longjmp_is_reaped);
+    tcase_add_test(tc, handlers_held_back_while_the_lock_is_held);
     tcase_add_test(tc, live_waiter_is_never_reaped);
     tcase_add_test(tc, silent_wait_of_another_thread_is_reaped);
     tcase_add_test(tc, many_threads_fault_at_once);

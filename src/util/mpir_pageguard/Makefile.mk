@@ -24,6 +24,7 @@ mpi_core_sources += \
     src/util/mpir_pageguard/pageguard_hooks.c \
     src/util/mpir_pageguard/pageguard_alloc.c \
     src/util/mpir_pageguard/pageguard_signal.c \
+    src/util/mpir_pageguard/pageguard_defer.c \
     src/util/mpir_pageguard/pageguard_syscalls.c \
     src/util/mpir_pageguard/pageguard_libc_hooks.c \
     src/util/mpir_pageguard/pageguard_wait.c

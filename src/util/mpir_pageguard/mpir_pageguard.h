@@ -98,6 +98,9 @@ typedef struct {
     /* Told once of a condition under which the page guards do less from now on (may be NULL):
      * what happened and what they do instead, one sentence. */
     void (*warn) (const char *what);
+    /* May the calling thread run the program's signal handlers now? 0 while it holds a lock
+     * the progress side needs (pageguard_defer.c; NULL: always). Async-signal-safe. */
+    int (*may_run_handlers) (void);
 } MPIR_Pageguard_config_t;
 
 #define MPIR_PAGEGUARD_WAIT                  0
@@ -207,6 +210,17 @@ void MPIR_Pageguard_wait_left(void);
 /* Progress side: the sub-messages completed from now on came with network events signalled
  * at time_ns (CLOCK_MONOTONIC); measures the release latency (stats). Lock-free. */
 void MPIR_Pageguard_note_data_event(uint64_t time_ns);
+
+/* Asynchronous signals whose handlers this thread held back (bit sig - 1) while it could not
+ * run them; the code that releases the lock calls MPIR_Pageguard_deliver_deferred (it checks
+ * the word itself first: one TLS load when there is nothing to do). Async-signal-safe. */
+extern __thread unsigned long long MPIR_Pageguard_deferred_signals
+    __attribute__ ((tls_model("initial-exec")));
+/* Nonzero while the thread takes or lets go of that lock (its code raises it): held back too. */
+extern __thread int MPIR_Pageguard_lock_changing __attribute__ ((tls_model("initial-exec")));
+void MPIR_Pageguard_deliver_deferred(void);
+/* In a fork child: the signals held back were the parent's (a child has none pending). */
+void MPIR_Pageguard_drop_deferred(void);
 
 /* Guarded pages in [addr, addr + len). With READ or WRITE, each one is touched that way first
  * -- for code about to let the kernel or a library access user memory, e.g. before a system

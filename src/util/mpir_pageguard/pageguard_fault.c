@@ -104,7 +104,11 @@ static int install(void)
     struct sigaction sa, before;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = handler;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    /* SA_NODEFER: a program's handler of another signal may interrupt ours anywhere -- in a
+     * wait, or on the way in or out -- and touch another guarded page; its fault must reach
+     * this handler again (nested, pageguard_wait.c), not kill the process, as a fault with
+     * SIGSEGV blocked does. */
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGSEGV, &sa, &before) != 0)
         return MPIR_PAGEGUARD_ERR_OFF;
@@ -145,6 +149,11 @@ void MPII_Pageguard_uninstall_handler(void)
 int MPIR_Pageguard_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     int on = atomic_load_explicit(&MPII_pageguard.on, memory_order_relaxed);
+    if (on) {
+        int done = MPII_Pageguard_defer_sigaction(sig, act, old);
+        if (done >= 0)
+            return done ? 0 : -1;
+    }
     if (on && sig == SIGSEGV) {
         struct sigaction now;
         if (sigaction(SIGSEGV, NULL, &now) == 0 &&
@@ -187,9 +196,9 @@ int MPIR_Pageguard_check_handler(void)
     return 1;
 }
 
-/* The program's handler runs as the kernel would have run it: with its sa_mask added, SIGSEGV
- * unblocked for SA_NODEFER (ours leaves it blocked), reset first for SA_RESETHAND. The mask of
- * the interrupted code comes back when our handler returns. */
+/* The program's handler runs as the kernel would have run it: with its sa_mask added, and
+ * SIGSEGV too unless it asked for SA_NODEFER (ours runs with it open), reset first for
+ * SA_RESETHAND. The mask of the interrupted code comes back when our handler returns. */
 static void call_previous(const struct sigaction *prev, int sig, siginfo_t * info, void *uctx)
 {
     if (prev->sa_flags & SA_RESETHAND) {
@@ -199,13 +208,9 @@ static void call_previous(const struct sigaction *prev, int sig, siginfo_t * inf
         MPII_Pageguard_set_previous(&dfl);
     }
     sigset_t block = prev->sa_mask;
+    if (!(prev->sa_flags & SA_NODEFER))
+        sigaddset(&block, sig);
     syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, NULL, _NSIG / 8);
-    if (prev->sa_flags & SA_NODEFER) {
-        sigset_t segv;
-        sigemptyset(&segv);
-        sigaddset(&segv, sig);
-        syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &segv, NULL, _NSIG / 8);
-    }
     if (prev->sa_flags & SA_SIGINFO)
         prev->sa_sigaction(sig, info, uctx);
     else
@@ -378,13 +383,6 @@ static void wait_for_page(MPII_Pageguard_slot_t * slot, MPIR_Pageguard_region_t 
         MPII_Pageguard_slot_leave(slot);
     if (MPII_pageguard.config.on_wait)
         MPII_pageguard.config.on_wait();
-    /* A signal handler of the program's that interrupts the wait may touch another guarded
-     * page: its fault must reach this handler again, not kill the process (a fault with
-     * SIGSEGV blocked does). */
-    sigset_t segv, before;
-    sigemptyset(&segv);
-    sigaddset(&segv, SIGSEGV);
-    int unblocked = w && syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &segv, &before, _NSIG / 8) == 0;
     while ((!w || MPII_Pageguard_wait_goes_on(w, mine)) &&
            MPII_Pageguard_page_waits(atomic_load(&r->page_state[page]))) {
         unsigned int seq = atomic_load(&r->seq);
@@ -392,8 +390,6 @@ static void wait_for_page(MPII_Pageguard_slot_t * slot, MPIR_Pageguard_region_t 
             break;
         futex_wait(&r->seq, seq);
     }
-    if (unblocked)
-        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &before, NULL, _NSIG / 8);
     int released = (atomic_load(&r->page_state[page]) == MPII_PAGE_RELEASED);
     atomic_fetch_sub(&r->waiters, 1);
     /* past this point r may be gone */

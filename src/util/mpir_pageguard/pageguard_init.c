@@ -114,6 +114,7 @@ int MPIR_Pageguard_init(const MPIR_Pageguard_config_t * config)
         return rc;
     }
     atomic_store(&MPII_pageguard.on, 1);
+    MPII_Pageguard_defer_start();
     return MPIR_PAGEGUARD_OK;
 }
 
@@ -126,6 +127,7 @@ int MPIR_Pageguard_finalize(void)
         if (atomic_load(&MPII_pageguard.slots[i].state) == MPII_SLOT_ACTIVE)
             MPIR_Pageguard_unregister(MPII_pageguard.slots[i].region);
     }
+    MPII_Pageguard_defer_stop();
     MPII_Pageguard_uninstall_handler();
     MPII_Pageguard_staging_drain();
     if (MPII_pageguard.mem_fd >= 0)

@@ -247,6 +247,11 @@ int MPII_Pageguard_sub_pages(const MPIR_Pageguard_region_t * r, int k, size_t * 
 /* ---- the SIGSEGV side (pageguard_fault.c) ---- */
 
 int MPII_Pageguard_install_handler(void);
+/* pageguard_defer.c: the program's handlers behind a trampoline while the guards are on;
+ * sigaction for a signal it covers (1 done, 0 failed with errno), -1 for one it does not */
+void MPII_Pageguard_defer_start(void);
+void MPII_Pageguard_defer_stop(void);
+int MPII_Pageguard_defer_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 void MPII_Pageguard_uninstall_handler(void);
 int MPII_Pageguard_is_our_handler(const struct sigaction *sa);
 /* The handler foreign faults go to: a copy, and its replacement. */

@@ -10,8 +10,8 @@
  * publishes a record (region, and the time it last looked at its page), and a region that
  * retires waits for the records that name it, reaping those that are dead: the retiring
  * thread's own, and those that have not looked for a long time. Waits nest: a program's signal
- * handler that interrupts a wait may touch another pending page (SIGSEGV is unblocked while a
- * thread waits), so each thread has a short stack of records. A thread's records whose frames
+ * handler that interrupts a wait may touch another pending page (our handler runs with SIGSEGV
+ * open, SA_NODEFER), so each thread has a short stack of records. A thread's records whose frames
  * are gone -- left by a siglongjmp -- are dead: found so when the thread waits again (a record
  * made on the signal stack while the thread now runs on its own stack, or one no deeper than
  * the new wait's frame on the same stack) or when it enters MPI. A reaped waiter that was only

@@ -535,6 +535,12 @@ static void cannot_wait_message(void *addr)
     (void) rc;
 }
 
+/* a handler run now might wait for data only this thread's lock lets through */
+static int may_run_handlers(void)
+{
+    return !MPII_Tnbc_holds_global_lock();
+}
+
 static int before_wait(void *addr)
 {
     if (!MPII_Tnbc_holds_global_lock())
@@ -599,6 +605,7 @@ static int engine_start(void)
      * chains to them for every fault that is not on a guarded page. */
     MPIR_Pageguard_config_t cfg = {.map_budget = 0,.on_replaced = MPIR_PAGEGUARD_REINSTALL,
         .before_wait = before_wait,.on_abort = cannot_wait_message,.on_wait = wake_helper,
+        .may_run_handlers = may_run_handlers,
         .staging_cache = MPIR_CVAR_TNBC_STAGING_CACHE > 0 ? MPIR_CVAR_TNBC_STAGING_CACHE : 0,
         .move_min = MPIR_CVAR_TNBC_LANDING_MOVE_MIN > 0 ? MPIR_CVAR_TNBC_LANDING_MOVE_MIN : 0,
         .pages_replaced = MPID_Tnbc_pages_replaced,

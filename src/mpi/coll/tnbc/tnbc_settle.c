@@ -201,8 +201,15 @@ static void fork_done(void)
     }
 }
 
+/* signals held back while the parent held the lock are the parent's, not the child's */
+static void fork_child(void)
+{
+    MPIR_Pageguard_drop_deferred();
+    fork_done();
+}
+
 void MPII_Tnbc_settle_at_fork(void)
 {
     if (!atfork_registered)
-        atfork_registered = (pthread_atfork(fork_prepare, fork_done, fork_done) == 0);
+        atfork_registered = (pthread_atfork(fork_prepare, fork_done, fork_child) == 0);
 }

@@ -11,7 +11,8 @@
  * uses results late and in random page order, feeds one call's pending result to the next as
  * input or output, overwrites, frees and reallocates pending buffers, hands them to the kernel
  * (write, read), reads them from a second thread and from a signal handler, forks, and dups,
- * splits and frees communicators; one process at a time arrives late. Every byte the program
+ * splits and frees communicators; one process at a time arrives late. The timer's handler reads
+ * a result while the program computes and inside MPI calls. Every byte the program
  * reads, holes included, goes into a digest.
  *
  * Usage: tnbc_fuzz [-seeds=FIRST:COUNT] [-steps=N] [-trace]
@@ -139,11 +140,8 @@ static size_t span_of(int t, long count)
 
 /* ---- buffers ---- */
 
-#define CALL(x) do { in_mpi = 1; x; in_mpi = 0; } while (0)
-
 enum { B_HEAP, B_ALIGNED, B_MMAP, B_BSS, B_ALLOC_MEM, NKINDS };
 static char bss_pool[BSS_SIZE] __attribute__ ((aligned(4096)));
-static volatile sig_atomic_t in_mpi;    /* the main thread is inside an MPI call */
 static int bss_used;            /* the pool holds one buffer at a time */
 
 typedef struct {
@@ -177,10 +175,8 @@ static int buffer_new(buffer_t * b, size_t len, int kind)
             bss_used = 1;
             break;
         case B_ALLOC_MEM:
-            in_mpi = 1;
             if (MPI_Alloc_mem((MPI_Aint) len, MPI_INFO_NULL, &b->mem) != MPI_SUCCESS)
                 b->mem = NULL;
-            in_mpi = 0;
             break;
     }
     return b->mem != NULL;
@@ -203,7 +199,7 @@ static void buffer_free(buffer_t * b)
             bss_used = 0;
             break;
         case B_ALLOC_MEM:
-            CALL(MPI_Free_mem(b->mem));
+            MPI_Free_mem(b->mem);
             break;
     }
     b->mem = NULL;
@@ -291,9 +287,8 @@ static void on_alarm(int sig)
 {
     (void) sig;
     char *p = signal_target;
-    /* reading pending data from a handler that interrupted an MPI call is not supported yet
-     * (issue 49, item 1): only while the program computes */
-    if (p && !in_mpi)
+    /* while the program computes, or inside an MPI call */
+    if (p)
         signal_sink ^= (unsigned char) *p;
 }
 
@@ -621,7 +616,6 @@ static void call(const args_t * a, char *s, char *r, MPI_Comm comm)
 {
     MPI_Datatype ty = types[a->t];
     int cnt = a->cnt, root = a->root;
-    in_mpi = 1;
     switch (a->c) {
         case C_ALLTOALL:
             MPI_Alltoall(s, cnt, ty, r, cnt, ty, comm);
@@ -693,7 +687,6 @@ static void call(const args_t * a, char *s, char *r, MPI_Comm comm)
             MPI_Barrier(comm);
             break;
     }
-    in_mpi = 0;
 }
 
 /* One collective: its arguments drawn, its result kept (pending) or read at once. */
@@ -763,16 +756,16 @@ static void communicator_step(void)
 {
     int what = below(3);
     if (what == 0 && ncomms < MAX_COMMS) {
-        CALL(MPI_Comm_dup(comms[below(ncomms)], &comms[ncomms]));
+        MPI_Comm_dup(comms[below(ncomms)], &comms[ncomms]);
         ncomms++;
     } else if (what == 1 && ncomms < MAX_COMMS) {
         int parts = 1 + below(2);
-        CALL(MPI_Comm_split(MPI_COMM_WORLD, world_rank % parts, world_size - world_rank,
-                            &comms[ncomms]));
+        MPI_Comm_split(MPI_COMM_WORLD, world_rank % parts, world_size - world_rank,
+                       &comms[ncomms]);
         ncomms++;
     } else if (ncomms > 1) {
         int i = 1 + below(ncomms - 1);
-        CALL(MPI_Comm_free(&comms[i]));
+        MPI_Comm_free(&comms[i]);
         comms[i] = comms[--ncomms];
     }
 }
