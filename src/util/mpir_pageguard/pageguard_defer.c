@@ -147,10 +147,13 @@ int MPII_Pageguard_defer_sigaction(int sig, const struct sigaction *act, struct 
         return 0;
     if (act) {
         if (has_handler(act)) {
+            /* the table first: a signal that comes in between finds the new handler */
             struct sigaction t = in_front(act);
-            if (sigaction(sig, &t, NULL) != 0)
-                return 0;
             write_program(sig, act, 1);
+            if (sigaction(sig, &t, NULL) != 0) {
+                write_program(sig, &before, behind);
+                return 0;
+            }
         } else {
             struct sigaction plain = *act;
             sigdelset(&plain.sa_mask, SIGSEGV);
