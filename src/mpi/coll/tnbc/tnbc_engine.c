@@ -362,8 +362,9 @@ static MPII_helper_next_t helper_round(uint64_t data_event_ns, int *made, int *n
     *made |= (engine.events != before);
     if (*made)
         next = MPII_HELPER_AGAIN;
-    else if (!engine.head || engine.app_driving)
-        /* an application thread progressing in progress_until wakes us when it leaves */
+    else if (!engine.head || (engine.app_driving && !MPIR_Pageguard_waiting()))
+        /* an application thread progressing in progress_until wakes us when it leaves (unless
+         * a signal handler on it waits for a page: then it drives nothing) */
         next = MPII_HELPER_SLEEP_OURS;
     else if (engine.net_fd < 0)
         next = MPII_HELPER_BACKOFF;
@@ -394,7 +395,8 @@ static uint64_t helper_sleep(int with_net, uint64_t limit_ns, int *timed_out)
      * events after the arm are not lost: they make net_fd readable. */
     int stop = __atomic_load_n(&engine.stop, __ATOMIC_SEQ_CST);
     int ops = __atomic_load_n(&MPIR_Tnbc_ops_in_flight, __ATOMIC_SEQ_CST) > 0;
-    int app_drives = __atomic_load_n(&engine.app_driving, __ATOMIC_SEQ_CST) > 0;
+    int app_drives = __atomic_load_n(&engine.app_driving, __ATOMIC_SEQ_CST) > 0 &&
+        !MPIR_Pageguard_waiting();
     int nothing_for_us = !ops || app_drives;
     int slept = 0;
     /* a thread that began to wait before the announcement did not signal: wake on the data */
