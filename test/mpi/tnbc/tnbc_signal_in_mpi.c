@@ -9,7 +9,10 @@
  * aimed at their main thread runs a handler every 0.5 ms that reads the pending block. The
  * thread holds MPICH's lock in MPI_Recv, and the data needs that lock: the handler must run
  * once the lock is let go (between polls), wait there, and read the right data. Each round
- * also runs the handler while the main thread sits in a Barrier. Every value is checked. */
+ * also runs the handler while the main thread sits in a Barrier, and in a second Alltoall
+ * that T-NBC runs inside the call (a derived type), where the thread drives progress itself
+ * and sleeps without the lock: the helper must bring the data the handler waits for (found
+ * by the fuzzer, seed 1038). Every value is checked. */
 
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -49,7 +52,11 @@ int main(int argc, char **argv)
     int late = size - 1;
     int *sbuf = malloc(size * COUNT * sizeof(int));
     int *rbuf = tnbc_page_aligned(size * COUNT * sizeof(int));
+    int *rbuf2 = tnbc_page_aligned(size * COUNT * sizeof(int));
     tnbc_fill(sbuf, COUNT, rank, size);
+    MPI_Datatype pair;          /* T-NBC takes the call, and completes it inside */
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -86,6 +93,26 @@ int main(int argc, char **argv)
         }
         if (rank == late)
             MPI_Barrier(MPI_COMM_WORLD);
+
+        tnbc_alltoall_late(sbuf, rbuf, COUNT, rank, size);
+        if (rank != late) {
+            expected = tnbc_value(late, rank, COUNT / 2);
+            watched = rbuf + late * COUNT;
+            timer_settime(timer, 0, &every, NULL);
+        } else {
+            usleep(50 * 1000);
+        }
+        MPI_Alltoall(sbuf, COUNT / 2, pair, rbuf2, COUNT / 2, pair, MPI_COMM_WORLD);
+        timer_settime(timer, 0, &off, NULL);
+        watched = NULL;
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < COUNT; i++)
+                if (rbuf2[p * COUNT + i] != tnbc_value(p, rank, i)) {
+                    if (errs++ < 5)
+                        printf("rank %d round %d: second block %d int %d wrong\n", rank, round,
+                               p, i);
+                    break;
+                }
         for (int p = 0; p < size; p++)
             for (int i = 0; i < COUNT; i++)
                 if (rbuf[p * COUNT + i] != tnbc_value(p, rank, i)) {
@@ -103,8 +130,10 @@ int main(int argc, char **argv)
         printf("rank %d: the handler never ran\n", rank);
     }
     timer_delete(timer);
+    MPI_Type_free(&pair);
     free(sbuf);
     free(rbuf);
+    free(rbuf2);
     MTest_Finalize(errs);
     return MTestReturnValue(errs);
 }
