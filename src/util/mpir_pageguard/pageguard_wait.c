@@ -125,10 +125,12 @@ int MPII_Pageguard_wait_goes_on(MPII_Pageguard_wait_t * w, unsigned int mine)
 
 int MPII_Pageguard_wait_end(MPII_Pageguard_wait_t * w, unsigned int mine)
 {
+    /* the record is over before it is given back: a wait nested in between must not take it */
+    int ended = atomic_compare_exchange_strong(&w->state, &mine,
+                                               (mine & ~3u) | MPII_PAGEGUARD_WAIT_IDLE);
     if (my_depth > 0 && w == &waits[my_row][my_depth - 1])
         my_depth--;
-    return atomic_compare_exchange_strong(&w->state, &mine,
-                                          (mine & ~3u) | MPII_PAGEGUARD_WAIT_IDLE);
+    return ended;
 }
 
 int MPII_Pageguard_wait_drain(MPIR_Pageguard_region_t * r)
