@@ -29,7 +29,8 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_sched.c \
     src/mpi/coll/tnbc/tnbc_sched_reduce.c \
     src/mpi/coll/tnbc/tnbc_settle.c \
-    src/mpi/coll/tnbc/tnbc_stats.c
+    src/mpi/coll/tnbc/tnbc_stats.c \
+    src/mpi/coll/tnbc/tnbc_withdraw.c
 
 noinst_HEADERS += \
     src/include/mpir_tnbc.h \
@@ -49,4 +50,5 @@ noinst_HEADERS += \
     src/mpi/coll/tnbc/tnbc_sched.h \
     src/mpi/coll/tnbc/tnbc_settle.h \
     src/mpi/coll/tnbc/tnbc_stats.h \
-    src/mpi/coll/tnbc/tnbc_util.h
+    src/mpi/coll/tnbc/tnbc_util.h \
+    src/mpi/coll/tnbc/tnbc_withdraw.h

@@ -88,15 +88,19 @@ static int cmp_tree_slots(const void *a, const void *b)
 }
 
 /* The tree's order of ranks: the root's node first, then the other nodes by id, each node's
- * ranks together, by rank from the root. The node ids are the same on every process. NULL
- * (rank order) when a node id is unknown or memory is short. */
-static int *node_order(MPIR_Comm * comm, int root)
+ * ranks together, by rank from the root. The node ids are the same on every process: *ranks is
+ * NULL (rank order) on every process when one is unknown. Out of memory is an error, never
+ * rank order: the peers would build another tree. */
+static int node_order(MPIR_Comm * comm, int root, int **ranks_out)
 {
+    int mpi_errno = MPI_SUCCESS;
     int size = comm->local_size, root_node = MPIR_Coll_node_of(comm, root);
     MPII_tree_slot_t *slots = MPL_malloc(size * sizeof(*slots), MPL_MEM_COLL);
     int *ranks = MPL_malloc(size * sizeof(int), MPL_MEM_COLL);
-    int known = (slots && ranks && root_node >= 0);
+    int known = (root_node >= 0);
 
+    *ranks_out = NULL;
+    MPIR_ERR_CHKANDJUMP(!slots || !ranks, mpi_errno, MPI_ERR_OTHER, "**nomem");
     for (int v = 0; known && v < size; v++) {
         int r = (root + v) % size, node = MPIR_Coll_node_of(comm, r);
         slots[v].node_key = (node == root_node) ? -1 : node;
@@ -108,12 +112,16 @@ static int *node_order(MPIR_Comm * comm, int root)
         qsort(slots, size, sizeof(*slots), cmp_tree_slots);
         for (int v = 0; v < size; v++)
             ranks[v] = slots[v].rank;
-    } else {
-        MPL_free(ranks);
+        *ranks_out = ranks;
         ranks = NULL;
     }
+
+  fn_exit:
+    MPL_free(ranks);
     MPL_free(slots);
-    return ranks;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 /* The report for our parent, in the send space of a process other than the root. */
@@ -251,7 +259,8 @@ static int build(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * laun
     int nseg = MPII_Tnbc_policy.bcast_segments;
     MPIR_Tnbc_bcast_order_t order;
 
-    b->tree_ranks = node_order(comm, b->root);
+    mpi_errno = node_order(comm, b->root, &b->tree_ranks);
+    MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = order_segments(args, b->root, b->nbytes, nseg, b->tree_ranks, &order,
                                b->child_pos, &launch->site);
     MPIR_ERR_CHECK(mpi_errno);

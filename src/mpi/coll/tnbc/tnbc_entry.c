@@ -16,6 +16,7 @@
 #include "tnbc_node.h"
 #include "tnbc_stats.h"
 #include "tnbc_util.h"
+#include "tnbc_withdraw.h"
 #include "mpir_pageguard.h"
 
 /* Whether every process of an intracommunicator is on this node: the same answer on every
@@ -99,11 +100,17 @@ int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t 
     if (schedulable) {
         described = 1;
         mpi_errno = form->describe(call, &args, &facts);
+        /* without the facts this process cannot know whether the others took the call; an
+         * error of the caller's arguments has a class of its own, and MPICH's path reports it */
+        if (mpi_errno && MPIR_ERR_GET_CLASS(mpi_errno) == MPI_ERR_OTHER)
+            MPII_Tnbc_give_up(comm_ptr, coll, mpi_errno);
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (decide(&facts, comm_ptr, schedulable) != MPIR_TNBC_ACCEPT)
         goto fn_exit;
     *handled = 1;
+    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_fault_injected(MPII_TNBC_FAULT_BEFORE_SCHEDULE), mpi_errno,
+                        MPI_ERR_OTHER, "**nomem");
     mpi_errno = form->build(call, &args, &launch);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPII_Tnbc_run(&args, launch.site, launch.unpack, launch.unpack_ctx);
@@ -116,6 +123,11 @@ int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t 
     MPIR_Tnbc_sched_free(&args.sched);
     return mpi_errno;
   fn_fail:
+    if (*handled && !args.started) {
+        /* the peers took the call as well and expect our messages */
+        int err = MPII_Tnbc_withdraw(comm_ptr, coll, &args.sched, mpi_errno);
+        MPIR_ERR_ADD(mpi_errno, err);
+    }
     /* as MPICH's algorithms record a failed message: whoever runs next with this errflag (the
      * stock path after a decline, or the caller's next stage) tells the peers */
     if (errflag)

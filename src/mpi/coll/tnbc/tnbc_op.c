@@ -15,6 +15,7 @@
 #include "tnbc_flow.h"
 #include "tnbc_stats.h"
 #include "tnbc_util.h"
+#include "tnbc_withdraw.h"
 #include "mpir_pageguard.h"
 
 /*
@@ -348,22 +349,41 @@ static void abandon_unposted(MPII_Tnbc_op_t * op)
 }
 
 /* Every process draws the same tags: collectives start in the same order everywhere, and
- * the count is the schedule's, which every process computes alike. All are drawn even without
- * memory to keep them, so that the next collectives still agree. */
+ * the count is the schedule's, which every process computes alike. Drawn last, once nothing
+ * can fail before the first message; until then a failure withdraws the call instead. */
 static int draw_tags(MPII_Tnbc_op_t * op)
 {
     int mpi_errno = MPI_SUCCESS;
-    int ntags = MPL_MAX(op->sched.ntags, 1);
 
-    op->tags = MPL_malloc(ntags * sizeof(int), MPL_MEM_COLL);
-    for (int i = 0; i < ntags; i++) {
-        int tag;
-        mpi_errno = MPIR_Sched_next_tag(op->comm, &tag);
+    for (int i = 0; i < MPL_MAX(op->sched.ntags, 1); i++) {
+        mpi_errno = MPIR_Sched_next_tag(op->comm, &op->tags[i]);
         MPIR_ERR_CHECK(mpi_errno);
-        if (op->tags)
-            op->tags[i] = tag;
     }
-    MPIR_ERR_CHKANDJUMP(!op->tags, mpi_errno, MPI_ERR_OTHER, "**nomem");
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* What the operation needs before its first message, all of it, so that nothing fails after
+ * the peers were told to expect us. */
+static int allocate(MPII_Tnbc_op_t * op)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int n = op->sched.n;
+
+    MPIR_ERR_CHKANDJUMP(MPII_Tnbc_fault_injected(MPII_TNBC_FAULT_AFTER_SCHEDULE), mpi_errno,
+                        MPI_ERR_OTHER, "**nomem");
+    op->tags = MPL_malloc(MPL_MAX(op->sched.ntags, 1) * sizeof(int), MPL_MEM_COLL);
+    op->req = MPL_calloc(n + 1, sizeof(MPIR_Request *), MPL_MEM_COLL);
+    op->state = MPL_calloc(n + 1, 1, MPL_MEM_COLL);
+    MPIR_ERR_CHKANDJUMP(!op->tags || !op->req || !op->state, mpi_errno, MPI_ERR_OTHER,
+                        "**nomem");
+    if (op->sched.work_bytes) {
+        op->work = MPL_malloc(op->sched.work_bytes, MPL_MEM_COLL);
+        MPIR_ERR_CHKANDJUMP(!op->work, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    }
 
   fn_exit:
     return mpi_errno;
@@ -373,8 +393,9 @@ static int draw_tags(MPII_Tnbc_op_t * op)
 
 int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
 {
-    int mpi_errno = MPI_SUCCESS;
+    int mpi_errno = MPI_SUCCESS, drawn = 0;
     MPII_Tnbc_op_t *op = MPL_calloc(1, sizeof(*op), MPL_MEM_COLL);
+    args->started = 1;
     MPIR_ERR_CHKANDJUMP(!op, mpi_errno, MPI_ERR_OTHER, "**nomem");
 
     op->coll = args->coll;
@@ -402,19 +423,10 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     op->gain = args->ret.gain;
     op->blocked_at_start = MPII_Tnbc_stats_blocked_ns();
 
-    mpi_errno = draw_tags(op);
+    mpi_errno = allocate(op);
     MPIR_ERR_CHECK(mpi_errno);
-
-    int n = op->sched.n;
-    op->req = MPL_calloc(n + 1, sizeof(MPIR_Request *), MPL_MEM_COLL);
-    op->state = MPL_calloc(n + 1, 1, MPL_MEM_COLL);
-    MPIR_ERR_CHKANDJUMP(!op->req || !op->state, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    if (op->sched.work_bytes) {
-        op->work = MPL_malloc(op->sched.work_bytes, MPL_MEM_COLL);
-        MPIR_ERR_CHKANDJUMP(!op->work, mpi_errno, MPI_ERR_OTHER, "**nomem");
-        if (op->sched.reports)
-            fill_reports(op, args->arb.access_pos);
-    }
+    if (op->work && op->sched.reports)
+        fill_reports(op, args->arb.access_pos);
     uint64_t t_setup = MPII_Tnbc_now_ns();
     setup_recv(op, args, op->outcome == MPIR_TNBC_EARLY);
     MPIR_ERR_CHKANDJUMP(op->recv_mode == MPII_TNBC_RECV_PACKED && !op->recv_tmp, mpi_errno,
@@ -422,9 +434,13 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     int early = (op->outcome == MPIR_TNBC_EARLY);
     if (setup_send(op, args, early) != MPI_SUCCESS) {
         /* no memory for a copy: send from the user buffer and wait */
-        MPIR_ERR_CHKANDJUMP(!op->send_src || !op->send_left, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        MPIR_ERR_CHKANDJUMP(!op->send_src || !op->send_left, mpi_errno, MPI_ERR_OTHER,
+                            "**nomem");
         op->outcome = MPIR_TNBC_SYNC_NOMEM;
     }
+    drawn = 1;  /* a failure while drawing cannot be withdrawn: the counter moved */
+    mpi_errno = draw_tags(op);
+    MPIR_ERR_CHECK(mpi_errno);
     MPII_Tnbc_flow_start_t flow_start = {
         .early = (op->outcome == MPIR_TNBC_EARLY),
         .tag = op->tags[0],
@@ -443,6 +459,12 @@ int MPII_Tnbc_op_start(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     *op_out = op;
     return mpi_errno;
   fn_fail:
+    if (!drawn) {
+        /* no message went: make the peers' calls fail too */
+        int err = MPII_Tnbc_withdraw(args->comm, args->coll, op ? &op->sched : &args->sched,
+                                     mpi_errno);
+        MPIR_ERR_ADD(mpi_errno, err);
+    }
     if (op) {
         if (!op->error)
             op->error = mpi_errno;      /* nothing learnt from an operation that never ran */
@@ -563,6 +585,8 @@ int MPII_Tnbc_op_poll(MPII_Tnbc_op_t * op, int *made_progress)
     MPIR_Tnbc_sched_t *s = &op->sched;
 
     *made_progress = 0;
+    if (MPII_Tnbc_op_is_done(op))
+        return MPI_SUCCESS;     /* also one abandoned before its entries had state */
     MPII_Tnbc_flow_begin_poll(&op->flow);
     for (int j = 0; j < s->n; j++) {
         int i = s->order[j];

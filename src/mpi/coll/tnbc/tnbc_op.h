@@ -65,6 +65,8 @@ typedef struct {
     MPII_Tnbc_learning_t learn;
     MPII_Tnbc_urgency_t arb;
     MPII_Tnbc_return_t ret;
+    int started;                /* MPII_Tnbc_op_start ran: the peers hear from this call
+                                 * (its messages, or its withdrawal) */
 } MPII_Tnbc_start_t;
 
 typedef struct MPII_Tnbc_op MPII_Tnbc_op_t;

@@ -584,6 +584,7 @@ int MPIR_Tnbc_sched_finish(MPIR_Tnbc_sched_t * s)
     int nmax = (s->nrecv_sub > s->nsend_sub ? s->nrecv_sub : s->nsend_sub) + 1;
     int *rid = malloc(nmax * sizeof(int)), *sid = malloc(nmax * sizeof(int));
 
+    s->built = 1;
     free(s->order);
     s->order = malloc((s->n + 1) * sizeof(int));
     if (!rid || !sid || !s->order) {

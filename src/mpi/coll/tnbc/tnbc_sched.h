@@ -103,7 +103,12 @@ typedef struct {
     int ntags;                  /* tags the operation draws (0: one) */
     int body_window;            /* sends of bodies in flight to one peer at most (0: any) */
     int reports;                /* carries order reports (MPIR_Tnbc_sched_alltoallv_ordered) */
+    int built;                  /* every entry and tag is there (set by finish, even if it
+                                 * then runs out of memory) */
 } MPIR_Tnbc_sched_t;
+
+/* the most tags a schedule draws (a Bcast of the most segments) */
+#define MPIR_TNBC_SCHED_MAX_TAGS (MPII_TNBC_MAX_SEGS + 4)
 
 void MPIR_Tnbc_sched_init(MPIR_Tnbc_sched_t * s);
 void MPIR_Tnbc_sched_free(MPIR_Tnbc_sched_t * s);
