@@ -1591,6 +1591,47 @@ START_TEST(handlers_held_back_while_the_lock_is_held)
 }
 END_TEST
 
+static volatile int abrt_runs;
+static void on_abrt(int sig)
+{
+    abrt_runs++;
+}
+
+/* SIG_IGN stored with SA_SIGINFO is no handler (the two share their storage), and abort()'s
+ * signal is never held back: the program's handler runs at once, lock or not. */
+START_TEST(ignored_and_abort_signals_are_not_held_back)
+{
+    MPIR_Pageguard_finalize();
+    MPIR_Pageguard_config_t cfg = {.may_run_handlers = test_may_run_handlers };
+    ck_assert_int_eq(MPIR_Pageguard_init(&cfg), MPIR_PAGEGUARD_OK);
+    struct sigaction ign, abrt, saved_usr1, saved_abrt;
+    memset(&ign, 0, sizeof(ign));
+    ign.sa_handler = SIG_IGN;
+    ign.sa_flags = SA_SIGINFO;
+    ck_assert_int_eq(sigaction(SIGUSR1, &ign, &saved_usr1), 0);
+    memset(&abrt, 0, sizeof(abrt));
+    abrt.sa_handler = on_abrt;
+    ck_assert_int_eq(sigaction(SIGABRT, &abrt, &saved_abrt), 0);
+
+    may_run = 1;
+    raise(SIGUSR1);             /* ignored, never called at address SIG_IGN */
+    may_run = 0;
+    raise(SIGUSR1);
+    MPIR_Pageguard_deliver_deferred();
+    raise(SIGABRT);
+    ck_assert_int_eq(abrt_runs, 1);
+    ck_assert(!(MPIR_Pageguard_deferred_signals & (1ull << (SIGABRT - 1))));
+    may_run = 1;
+    MPIR_Pageguard_deliver_deferred();
+    ck_assert_uint_eq(MPIR_Pageguard_deferred_signals, 0);
+
+    sigaction(SIGUSR1, &saved_usr1, NULL);
+    sigaction(SIGABRT, &saved_abrt, NULL);
+    MPIR_Pageguard_finalize();
+    ck_assert_int_eq(MPIR_Pageguard_init(NULL), MPIR_PAGEGUARD_OK);
+}
+END_TEST
+
 START_TEST(guarded_pages_count_and_touch)
 {
     /* re-initialise with a before_wait callback */
@@ -1724,6 +1765,7 @@ static Suite *pageguard_suite(void)
     tcase_add_test(tc, abandoned_region_wakes_waiters);
     tcase_add_test(tc, wait_left_by_longjmp_is_reaped);
     tcase_add_test(tc, handlers_held_back_while_the_lock_is_held);
+    tcase_add_test(tc, ignored_and_abort_signals_are_not_held_back);
     tcase_add_test(tc, live_waiter_is_never_reaped);
     tcase_add_test(tc, silent_wait_of_another_thread_is_reaped);
     tcase_add_test(tc, many_threads_fault_at_once);

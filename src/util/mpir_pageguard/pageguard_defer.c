@@ -3,23 +3,23 @@
  *     See COPYRIGHT in top-level directory
  */
 
-/* The program's handlers of asynchronous signals, held back while their thread holds a lock
- * the data needs. A handler that reads a buffer whose data is still coming must wait for it,
- * and the data comes through a progress engine that takes a lock (MPICH's global one); a
- * handler that interrupted the thread holding that lock (its main thread in MPI_Recv) would
- * wait for itself. So while the guards are on, each such handler is installed behind a
- * trampoline: when config.may_run_handlers says the thread may not run it now, or the thread
- * is taking or letting go of the lock (MPIR_Pageguard_lock_changing, which the lock's code
- * raises), the signal is noted in the thread's MPIR_Pageguard_deferred_signals and the
- * trampoline returns; the lock's release calls MPIR_Pageguard_deliver_deferred, which sends the
- * noted signals to the thread again, and then they run. MPICH releases its lock at the end of every call and between polls
- * of a blocking one, so a handler is late by one poll at most.
+/* The program's handlers of asynchronous signals, held back while their thread holds a lock the
+ * data needs. A handler that reads a buffer whose data is still coming must wait for it, and the
+ * data comes through a progress engine that takes a lock (MPICH's global one); a handler that
+ * interrupted the thread holding that lock (its main thread in MPI_Recv) would wait for itself. So
+ * while the guards are on, each such handler is installed behind a trampoline: when
+ * config.may_run_handlers says the thread may not run it now, or the thread is taking or letting
+ * go of the lock (MPIR_Pageguard_lock_changing, which the lock's code raises), the signal is noted
+ * in the thread's MPIR_Pageguard_deferred_signals and the trampoline returns; the lock's release
+ * calls MPIR_Pageguard_deliver_deferred, which sends the noted signals to the thread again, and
+ * then they run. MPICH releases its lock at the end of every call and between polls of a blocking
+ * one, so a handler is late by one poll at most.
  *
- * The program sees what it installed (sigaction() reads it back), its handler runs with its
- * mask and flags (SA_RESETHAND done here), and a signal sent again arrives with a siginfo of
- * its own (SI_TKILL) and, like any standard signal, once however often it came meanwhile.
- * Synchronous signals (a fault's) and SIGPROF are never held back. With the guards off,
- * nothing changes. */
+ * The program sees what it installed (sigaction() reads it back), its handler runs with its mask
+ * and flags (SA_RESETHAND done here), and a signal sent again arrives with a siginfo of its own
+ * (SI_TKILL) and, like any standard signal, once however often it came meanwhile. Synchronous
+ * signals (a fault's, abort()'s) and SIGPROF are never held back. With the guards off, nothing
+ * changes. */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -55,19 +55,21 @@ static struct {
 } table[MPII_PAGEGUARD_NSIG];
 static _Atomic int active;
 
-/* Not the signals a fault raises, those no handler can take, nor a profiler's sampling
- * signal (its handler records the interrupted context, and reads no received data). */
+/* Not the signals a fault raises, those no handler can take, abort()'s (raised by the thread
+ * itself, which then expects to end: held back, the program's handler would never run), nor
+ * a profiler's sampling signal (its handler records the interrupted context, and reads no
+ * received data). */
 static int deferrable(int sig)
 {
     return sig > 0 && sig < MPII_PAGEGUARD_NSIG && sig != SIGSEGV && sig != SIGBUS &&
         sig != SIGFPE && sig != SIGILL && sig != SIGTRAP && sig != SIGSYS && sig != SIGKILL &&
-        sig != SIGSTOP && sig != SIGPROF;
+        sig != SIGSTOP && sig != SIGPROF && sig != SIGABRT;
 }
 
+/* sa_handler and sa_sigaction share their storage: SIG_IGN with SA_SIGINFO is no handler */
 static int has_handler(const struct sigaction *sa)
 {
-    return (sa->sa_flags & SA_SIGINFO) ? sa->sa_sigaction != NULL :
-        (sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN);
+    return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
 }
 
 static void read_program(int sig, struct sigaction *sa)
@@ -113,15 +115,16 @@ static void trampoline(int sig, siginfo_t * info, void *uctx)
         sigaction(sig, &dfl, NULL);
     }
     errno = saved_errno;
-    if (prog.sa_flags & SA_SIGINFO) {
-        if (prog.sa_sigaction)
-            prog.sa_sigaction(sig, info, uctx);
-    } else if (prog.sa_handler != SIG_DFL && prog.sa_handler != SIG_IGN) {
-        prog.sa_handler(sig);
-    } else if (prog.sa_handler == SIG_DFL) {
+    if (prog.sa_handler == SIG_DFL) {
         /* replaced meanwhile by the default action: take it */
         sigaction(sig, &prog, NULL);
         syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+    } else if (prog.sa_handler == SIG_IGN) {
+        return;
+    } else if (prog.sa_flags & SA_SIGINFO) {
+        prog.sa_sigaction(sig, info, uctx);
+    } else {
+        prog.sa_handler(sig);
     }
 }
 

@@ -226,8 +226,8 @@ static void chain(int sig, siginfo_t * info, void *uctx)
     atomic_fetch_add(&MPII_pageguard.foreign_faults, 1);
 
     int handed_back = chaining_info == info && frame < chaining_frame;
-    int has_handler = (prev.sa_flags & SA_SIGINFO) ? prev.sa_sigaction != NULL :
-        (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN);
+    /* sa_handler and sa_sigaction share their storage: SIG_IGN with SA_SIGINFO is no handler */
+    int has_handler = prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN;
     if (!handed_back && has_handler) {
         const siginfo_t *outer_info = chaining_info;
         uintptr_t outer_frame = chaining_frame;
