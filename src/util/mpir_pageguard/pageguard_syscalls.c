@@ -18,6 +18,7 @@
 #include "mpir_pageguard.h"
 #include "pageguard_libc.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
@@ -25,7 +26,9 @@
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 /* the longest argument string the kernel takes (MAX_ARG_STRLEN) */
 #define ARG_STRLEN_MAX (32 * 4096)
@@ -65,27 +68,53 @@ void MPII_Pageguard_settle_path(const char *path)
     settle_string(path, PATH_MAX);
 }
 
-/* the array itself is read in user space, where a guarded page faults and waits */
+/* Copy len bytes of a structure the program handed to the function (an iovec array, a
+ * msghdr, argv): a bad argument may point anywhere, and the kernel answers EFAULT for it where
+ * a read here would crash the program. Its guarded pages are waited for first. 0, or -1 when
+ * it cannot be read (the function itself then says EFAULT). */
+static int copy_in(void *dst, const void *src, size_t len)
+{
+    int saved_errno = errno, rc = 0;
+    struct iovec local = { dst, len }, remote = { (void *) src, len };
+
+    MPII_Pageguard_settle(src, len, 0);
+    ssize_t got = syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0);
+    if (got < 0 && (errno == ENOSYS || errno == EPERM))
+        memcpy(dst, src, len);  /* a sandbox without the call: read it here, as before */
+    else if (got != (ssize_t) len)
+        rc = -1;
+    errno = saved_errno;
+    return rc;
+}
+
 void MPII_Pageguard_settle_strv(char *const *strv)
 {
-    for (; strv && *strv; strv++)
-        settle_string(*strv, ARG_STRLEN_MAX);
+    char *arg;
+    for (; strv && copy_in(&arg, strv, sizeof(arg)) == 0 && arg; strv++)
+        settle_string(arg, ARG_STRLEN_MAX);
 }
 
 void MPII_Pageguard_settle_iov(const struct iovec *iov, long long n, int into)
 {
-    /* the kernel refuses more than IOV_MAX */
-    for (long long i = 0; iov && i < n && i < IOV_MAX; i++)
-        MPII_Pageguard_settle(iov[i].iov_base, iov[i].iov_len, into);
+    struct iovec part[64];
+    long long total = n < IOV_MAX ? n : IOV_MAX;        /* the kernel refuses more */
+    for (long long i = 0; iov && i < total; i += 64) {
+        long long k = total - i < 64 ? total - i : 64;
+        if (copy_in(part, iov + i, (size_t) k * sizeof(*part)) != 0)
+            return;
+        for (long long j = 0; j < k; j++)
+            MPII_Pageguard_settle(part[j].iov_base, part[j].iov_len, into);
+    }
 }
 
 void MPII_Pageguard_settle_msg(const struct msghdr *msg, int into)
 {
-    if (!msg)
+    struct msghdr m;
+    if (!msg || copy_in(&m, msg, sizeof(m)) != 0)
         return;
-    MPII_Pageguard_settle_iov(msg->msg_iov, (long long) msg->msg_iovlen, into);
-    MPII_Pageguard_settle(msg->msg_control, msg->msg_controllen, into);
-    MPII_Pageguard_settle(msg->msg_name, msg->msg_namelen, into);
+    MPII_Pageguard_settle_iov(m.msg_iov, (long long) m.msg_iovlen, into);
+    MPII_Pageguard_settle(m.msg_control, m.msg_controllen, into);
+    MPII_Pageguard_settle(m.msg_name, m.msg_namelen, into);
 }
 
 void MPII_Pageguard_settle_mmsg(const struct mmsghdr *vec, long long n, int into)
@@ -147,7 +176,8 @@ size_t MPII_Pageguard_stdio_span(const void *ptr, size_t size, size_t n)
 
 size_t MPII_Pageguard_len_at(const socklen_t * len)
 {
-    return len ? *len : 0;
+    socklen_t n;
+    return len && copy_in(&n, len, sizeof(n)) == 0 ? n : 0;
 }
 
 size_t MPII_Pageguard_fdset_bytes(int nfds)

@@ -13,6 +13,7 @@
 #include <mpi.h>
 #include "mpitest.h"
 #include "tnbc_test_late.h"
+#include "tnbc_test_timer.h"
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -53,13 +54,8 @@ int main(int argc, char **argv)
     sa.sa_handler = on_alarm;
     sa.sa_flags = SA_RESTART;
     sigaction(SIGALRM, &sa, NULL);
-    struct sigevent to_me;
-    memset(&to_me, 0, sizeof(to_me));
-    to_me.sigev_notify = SIGEV_THREAD_ID;
-    to_me.sigev_signo = SIGALRM;
-    to_me._sigev_un._tid = gettid();
     timer_t timer;
-    if (timer_create(CLOCK_MONOTONIC, &to_me, &timer) != 0)
+    if (tnbc_timer_to_this_thread(SIGALRM, &timer) != 0)
         MPI_Abort(MPI_COMM_WORLD, 1);
     struct itimerspec every = { {0, 500000}, {0, 500000} }, off = { {0, 0}, {0, 0} };
 

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <mpi.h>
 #include "mpitest.h"
+#include "tnbc_test_timer.h"
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -51,12 +52,8 @@ int main(int argc, char **argv)
     sa.sa_handler = watchdog;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, NULL);
-    struct sigevent sev = { 0 };
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = SIGALRM;
-    sev._sigev_un._tid = gettid();     /* glibc 2.36 names no field for it */
     timer_t timer;
-    if (timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0)
+    if (tnbc_timer_to_this_thread(SIGALRM, &timer) != 0)
         MPI_Abort(MPI_COMM_WORLD, 1);
 
     int late = 1 % size, jumps = 0;

@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../tnbc_test_timer.h"
+
 #define MAX_STEPS 14
 #define MAX_LIVE 6
 #define MAX_COMMS 4
@@ -822,7 +824,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "tnbc_fuzz: unknown argument %s\n", argv[i]);
         return 2;
     }
-    MPI_Init(&argc, &argv);
+    int provided;     /* a second thread reads buffers; only this one calls MPI */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     int dims = world_size, periods = 1;
@@ -834,12 +837,7 @@ int main(int argc, char **argv)
     sa.sa_flags = SA_RESTART;
     sigaction(SIGALRM, &sa, NULL);
     /* the timer's signal goes to this thread, which alone frees the buffers it reads */
-    struct sigevent to_me;
-    memset(&to_me, 0, sizeof(to_me));
-    to_me.sigev_notify = SIGEV_THREAD_ID;
-    to_me.sigev_signo = SIGALRM;
-    to_me._sigev_un._tid = gettid();
-    if (timer_create(CLOCK_MONOTONIC, &to_me, &alarm_timer) != 0)
+    if (tnbc_timer_to_this_thread(SIGALRM, &alarm_timer) != 0)
         MPI_Abort(MPI_COMM_WORLD, 3);
     for (unsigned long long s = first; s < first + count; s++)
         run_program(s);
