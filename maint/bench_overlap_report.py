@@ -30,6 +30,7 @@ NAMES = {
     "tnbc": "T-NBC",
     "nbc": "nbc rewrite",
     "nbc_async": "nbc + async",
+    "nbc_tnbc": "nbc + T-NBC",
     "tnbc_poll": "T-NBC polling helper",
 }
 

@@ -136,6 +136,39 @@ int MPIR_Tnbc_world_init(void);
 int MPIR_Tnbc_callback_begin(void);
 void MPIR_Tnbc_callback_end(int released);
 
+/* Persistent collectives (maint/patches: the generated MPIR_<Coll>_init, MPI_Start): the call's
+ * arguments are kept with its request, and every MPI_Start offers the call to T-NBC as a
+ * nonblocking one; a declined start runs MPICH's schedule. Kept beside the argument struct:
+ * copies of the arrays (the binding's converted counts are gone after the call) and references
+ * on the datatypes and ops, of the arguments that are significant on this process. */
+typedef enum {
+    MPIR_TNBC_ARG_SENDBUF, MPIR_TNBC_ARG_RECVBUF, MPIR_TNBC_ARG_ROOT,   /* where they are */
+    MPIR_TNBC_ARG_TYPE, MPIR_TNBC_ARG_OP, MPIR_TNBC_ARG_AINTS, MPIR_TNBC_ARG_TYPES
+} MPIR_Tnbc_arg_kind_t;
+typedef enum {
+    MPIR_TNBC_LEN_COMM, MPIR_TNBC_LEN_INDEGREE, MPIR_TNBC_LEN_OUTDEGREE
+} MPIR_Tnbc_arg_len_t;
+typedef enum {
+    MPIR_TNBC_SIDE_NONE, MPIR_TNBC_SIDE_SEND, MPIR_TNBC_SIDE_RECV
+} MPIR_Tnbc_arg_side_t;
+typedef struct {
+    size_t offset;              /* in the argument struct */
+    MPIR_Tnbc_arg_kind_t kind;
+    MPIR_Tnbc_arg_len_t len;    /* arrays: one element per process or neighbour */
+    MPIR_Tnbc_arg_side_t side;  /* ignored where this side's buffer is MPI_IN_PLACE */
+    int root_only;              /* significant at the root only */
+} MPIR_Tnbc_arg_t;
+/* Start the kept call as MPIR_Tnbc_<Coll> would a nonblocking one. */
+typedef int (*MPIR_Tnbc_persist_start_t) (const void *args, MPIR_Comm * comm,
+                                          MPIR_Request ** request, int *handled);
+struct MPIR_Tnbc_persist;
+int MPIR_Tnbc_persist_attach(MPIR_Request * preq, MPIR_Tnbc_persist_start_t start,
+                             const void *args, size_t size, const MPIR_Tnbc_arg_t * kept,
+                             int nkept);
+/* *handled: T-NBC started the call (preq's real request is T-NBC's) */
+int MPIR_Tnbc_persist_start(MPIR_Request * preq, int *handled);
+void MPIR_Tnbc_persist_free(MPIR_Request * preq);
+
 /* In the binding, inlined into MPI_<Coll>: the return address is the application's. */
 #define MPIR_TNBC_MARK_USER_COLL() \
     (MPIR_Tnbc_user_coll = 1, MPIR_Tnbc_user_caller = __builtin_return_address(0))

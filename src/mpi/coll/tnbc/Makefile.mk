@@ -23,6 +23,7 @@ mpi_core_sources += \
     src/mpi/coll/tnbc/tnbc_neighbor.c \
     src/mpi/coll/tnbc/tnbc_node.c \
     src/mpi/coll/tnbc/tnbc_op.c \
+    src/mpi/coll/tnbc/tnbc_persist.c \
     src/mpi/coll/tnbc/tnbc_policy.c \
     src/mpi/coll/tnbc/tnbc_priority.c \
     src/mpi/coll/tnbc/tnbc_reduce.c \

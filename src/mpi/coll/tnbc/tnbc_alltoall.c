@@ -386,6 +386,42 @@ void MPII_Tnbc_pairwise_finish(void *call)
     MPL_free(pw->nbrs.srcs);
 }
 
+/* The receive side's arrays may be the binding's (converted counts, freed when it returns) and
+ * its types the application's to free: the copy has its own, and references. */
+void *MPII_Tnbc_pairwise_hold(const void *unpack_ctx)
+{
+    const MPII_Tnbc_pairwise_t *pw = unpack_ctx;
+    int n = pw->pc.nr;
+    size_t ntypes = pw->recv.types ? n : 0;
+    MPII_Tnbc_pairwise_t *h = MPL_malloc(sizeof(*h) + 2 * n * sizeof(MPI_Aint) +
+                                         ntypes * sizeof(MPI_Datatype), MPL_MEM_COLL);
+    if (!h)
+        return NULL;
+    *h = *pw;
+    MPI_Aint *counts = (MPI_Aint *) (h + 1), *displs = counts + n;
+    memcpy(counts, pw->recv.counts, n * sizeof(MPI_Aint));
+    memcpy(displs, pw->recv.displs, n * sizeof(MPI_Aint));
+    h->recv.counts = counts;
+    h->recv.displs = displs;
+    if (ntypes) {
+        MPI_Datatype *types = (MPI_Datatype *) (displs + n);
+        memcpy(types, pw->recv.types, ntypes * sizeof(MPI_Datatype));
+        h->recv.types = types;
+    }
+    for (int p = 0; p < (ntypes ? n : 1); p++)
+        MPIR_Datatype_add_ref_if_not_builtin(piece_type(&h->recv, p));
+    return h;
+}
+
+void MPII_Tnbc_pairwise_release(void *held)
+{
+    MPII_Tnbc_pairwise_t *h = held;
+    for (int p = 0; p < (h->recv.types ? h->pc.nr : 1); p++)
+        MPIR_Datatype_release_if_not_builtin(piece_type(&h->recv, p));
+    MPII_Tnbc_pairwise_finish(h);
+    MPL_free(h);
+}
+
 /* ---- Alltoall, Alltoallv, Alltoallw ---- */
 
 static int settle_sides(const void *call, MPIR_Comm * comm_ptr)
@@ -398,7 +434,8 @@ static int settle_sides(const void *call, MPIR_Comm * comm_ptr)
 /* Alltoallv and Alltoallw: the sides are the call's arguments. */
 static const MPII_Tnbc_form_t sides_form = {
     .settle = settle_sides,.describe = MPII_Tnbc_pairwise_describe,
-    .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish
+    .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish,
+    MPII_TNBC_PAIRWISE_HOLD
 };
 
 typedef struct {
@@ -440,12 +477,13 @@ static int describe_alltoall(void *call, MPII_Tnbc_start_t * args,
 
 static const MPII_Tnbc_form_t alltoall_form = {
     .settle = settle_alltoall,.describe = describe_alltoall,.build = MPII_Tnbc_pairwise_build,
-    .finish = MPII_Tnbc_pairwise_finish
+    .finish = MPII_Tnbc_pairwise_finish, MPII_TNBC_PAIRWISE_HOLD
 };
 
 int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                        void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                       MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
+                       MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
+                       MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_alltoall_t a = {.pw = {.send = {.buf = sendbuf,.type = sendtype},
                                      .recv = {.buf = recvbuf,.type = recvtype},
@@ -453,31 +491,32 @@ int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sen
         .sendcount = sendcount,.recvcount = recvcount
     };
     return MPII_Tnbc_enter(&alltoall_form, &a, MPIR_TNBC_COLL_ALLTOALL, comm_ptr, errflag,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 int MPIR_Tnbc_Alltoallv(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint sdispls[],
                         MPI_Datatype sendtype, void *recvbuf, const MPI_Aint recvcounts[],
                         const MPI_Aint rdispls[], MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
-                        MPIR_Errflag_t * errflag, int *tnbc_handled)
+                        MPIR_Errflag_t * errflag, MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_pairwise_t pw = {
         .send = {.buf = sendbuf,.counts = sendcounts,.displs = sdispls,.type = sendtype},
         .recv = {.buf = recvbuf,.counts = recvcounts,.displs = rdispls,.type = recvtype}
     };
     return MPII_Tnbc_enter(&sides_form, &pw, MPIR_TNBC_COLL_ALLTOALLV, comm_ptr, errflag,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 int MPIR_Tnbc_Alltoallw(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint sdispls[],
                         const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Aint recvcounts[],
                         const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
-                        MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
+                        MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
+                        MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_pairwise_t pw = {
         .send = {.buf = sendbuf,.counts = sendcounts,.displs = sdispls,.types = sendtypes},
         .recv = {.buf = recvbuf,.counts = recvcounts,.displs = rdispls,.types = recvtypes}
     };
     return MPII_Tnbc_enter(&sides_form, &pw, MPIR_TNBC_COLL_ALLTOALLW, comm_ptr, errflag,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }

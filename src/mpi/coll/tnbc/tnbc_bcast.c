@@ -280,13 +280,35 @@ static void finish(void *call)
     MPL_free(((MPII_Tnbc_bcast_t *) call)->tree_ranks);
 }
 
+/* the datatype is the application's to free before a nonblocking call unpacks */
+static void *hold(const void *unpack_ctx)
+{
+    MPII_Tnbc_bcast_t *h = MPL_malloc(sizeof(*h), MPL_MEM_COLL);
+    if (h) {
+        *h = *(const MPII_Tnbc_bcast_t *) unpack_ctx;
+        MPIR_Datatype_add_ref_if_not_builtin(h->datatype);
+    }
+    return h;
+}
+
+static void release(void *held)
+{
+    MPII_Tnbc_bcast_t *h = held;
+    MPIR_Datatype_release_if_not_builtin(h->datatype);
+    finish(h);
+    MPL_free(h);
+}
+
 static const MPII_Tnbc_form_t bcast_form = {
-    .settle = settle,.describe = describe,.build = build,.finish = finish
+    .settle = settle,.describe = describe,.build = build,.finish = finish,.hold = hold,
+    .release = release
 };
 
 int MPIR_Tnbc_Bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
-                    MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
+                    MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, MPIR_Request ** tnbc_request,
+                    int *tnbc_handled)
 {
     MPII_Tnbc_bcast_t b = {.buffer = buffer,.count = count,.datatype = datatype,.root = root };
-    return MPII_Tnbc_enter(&bcast_form, &b, MPIR_TNBC_COLL_BCAST, comm_ptr, errflag, tnbc_handled);
+    return MPII_Tnbc_enter(&bcast_form, &b, MPIR_TNBC_COLL_BCAST, comm_ptr, errflag, tnbc_request,
+                           tnbc_handled);
 }

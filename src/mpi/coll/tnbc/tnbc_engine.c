@@ -146,6 +146,7 @@ static struct {
     int started;
     MPII_Tnbc_op_t *head;
     MPII_Tnbc_op_t *retired;    /* done on the helper, freed by an application thread */
+    struct MPII_Tnbc_call *calls;       /* nonblocking calls whose request is not complete */
     int hook_id;
     int hook_active;
     unsigned long events;       /* completions seen: the helper's sign of news */
@@ -261,7 +262,7 @@ static void retire_op(MPII_Tnbc_op_t * op)
     MPII_Tnbc_op_info_t info;
     MPII_Tnbc_op_info(op, &info);
     MPII_Tnbc_stats_op_done(MPII_Tnbc_now_ns() - info.t_start_ns, info.error);
-    if (info.error)
+    if (info.error && !info.error_reported)
         MPII_Tnbc_late_error_raise(info.comm, info.coll, info.error);
     unlink_op(op);
     if (on_helper) {
@@ -272,27 +273,129 @@ static void retire_op(MPII_Tnbc_op_t * op)
     }
 }
 
-/* Progress hook: advance every operation, retire the finished ones. An error of an
- * early-returned operation cannot reach its (returned) call: it is raised when the operation
- * retires (tnbc_late_error.c), and its pages are released. */
+/* ---- the end of a call ---- */
+
+/* What a call does once its operation is done, before its caller sees the data. */
+typedef struct {
+    int packed;                 /* unpack the temporary receive space */
+    void *trace_buf;            /* a trace run's receive buffer: guard it for first touches */
+    uint64_t t_enter_ns;
+} MPII_Tnbc_end_t;
+
+static MPII_Tnbc_end_t end_of(const MPII_Tnbc_start_t * args)
+{
+    MPII_Tnbc_end_t end = {.packed = args->buf.recv_packed };
+    if (args->learn.trace && !args->buf.recv_packed) {
+        end.trace_buf = args->buf.recv_user;
+        end.t_enter_ns = MPII_Tnbc_now_ns();
+    }
+    return end;
+}
+
+static int end_call(MPII_Tnbc_op_t * op, const MPII_Tnbc_launch_t * launch,
+                    const MPII_Tnbc_end_t * end)
+{
+    if (end->packed)
+        return launch->unpack(launch->unpack_ctx, MPII_Tnbc_op_packed_recv(op));
+    if (end->trace_buf)
+        MPII_Tnbc_access_trace(launch->site, end->trace_buf, MPII_Tnbc_op_sched(op),
+                               end->t_enter_ns);
+    return MPI_SUCCESS;
+}
+
+/* ---- nonblocking calls ---- */
+
+/* A nonblocking call whose request is not complete. Only application threads complete one:
+ * the end of a call writes into the application's buffers (unpack) and frees what the call
+ * allocated, neither of which the helper may do (see on_helper). Its operation stays on the
+ * list, done or not, until then. */
+typedef struct MPII_Tnbc_call {
+    struct MPII_Tnbc_call *next;
+    MPII_Tnbc_op_t *op;
+    MPIR_Request *request;
+    int early;                  /* complete once the rest can be left to the page guards */
+    int error;                  /* an earlier operation's late error, told with this call */
+    MPII_Tnbc_launch_t launch;
+    MPII_Tnbc_end_t end;
+} MPII_Tnbc_call_t;
+
+static int op_has_call(const MPII_Tnbc_op_t * op)
+{
+    for (const MPII_Tnbc_call_t * c = engine.calls; c; c = c->next)
+        if (c->op == op)
+            return 1;
+    return 0;
+}
+
+static int call_is_due(const MPII_Tnbc_call_t * c)
+{
+    return MPII_Tnbc_op_is_done(c->op) || (c->early && MPII_Tnbc_op_sync_done(c->op));
+}
+
+/* The request completes with the operation's error if it has one by now (a later one is a late
+ * error, as for a blocking call that returned early). */
+static void complete_call(MPII_Tnbc_call_t * c)
+{
+    MPII_Tnbc_op_info_t info;
+    int mpi_errno = c->error;
+
+    MPII_Tnbc_op_info(c->op, &info);
+    if (info.error) {
+        MPIR_ERR_ADD(mpi_errno, info.error);
+        MPII_Tnbc_op_error_reported(c->op);
+    } else if (MPII_Tnbc_op_is_done(c->op)) {
+        int err = end_call(c->op, &c->launch, &c->end);
+        MPIR_ERR_ADD(mpi_errno, err);
+    }
+    if (c->launch.release)
+        c->launch.release((void *) c->launch.unpack_ctx);
+    MPII_Tnbc_op_returned(c->op);
+    c->request->status.MPI_ERROR = mpi_errno;
+    MPID_Request_complete(c->request);
+    MPL_free(c);
+}
+
+/* An application thread, under the global lock. */
+static void complete_due_calls(void)
+{
+    MPII_Tnbc_call_t **p = &engine.calls;
+    while (*p) {
+        MPII_Tnbc_call_t *c = *p;
+        if (call_is_due(c)) {
+            *p = c->next;
+            complete_call(c);
+        } else {
+            p = &c->next;
+        }
+    }
+}
+
+/* Progress hook: advance every operation, complete the calls that may return, retire the
+ * finished operations. An error of an operation that returned early cannot reach its
+ * (returned) call: it is raised when the operation retires (tnbc_late_error.c), and its pages
+ * are released. */
 static int poll_all(int *made_progress)
 {
-    MPII_Tnbc_op_t *op = engine.head, *next;
+    MPII_Tnbc_op_t *op, *next;
 
     *made_progress = 0;
     engine.held = 0;
     if (!on_helper)
         free_retired();
-    for (; op; op = next) {
+    for (op = engine.head; op; op = *MPII_Tnbc_op_link(op)) {
         int made = 0;
-        next = *MPII_Tnbc_op_link(op);
         MPII_Tnbc_op_poll(op, &made);
         engine.held |= MPII_Tnbc_op_held(op);
         if (made) {
             *made_progress = 1;
             engine.events++;
         }
-        if (MPII_Tnbc_op_is_done(op))
+    }
+    if (!on_helper && engine.calls)
+        complete_due_calls();
+    for (op = engine.head; op; op = next) {
+        next = *MPII_Tnbc_op_link(op);
+        if (MPII_Tnbc_op_is_done(op) && !op_has_call(op))
             retire_op(op);
     }
     return MPI_SUCCESS;
@@ -735,7 +838,7 @@ static void choose_return(MPII_Tnbc_start_t * args)
      * two would have its peers' turns and windows wait for calls that do not take them. So do
      * calls that other orders steer (a Bcast's segments): measured, a tree whose processes
      * choose apart hides nothing, one whose processes all return early hides about half. */
-    if (args->sched.reports || args->ret.early_only) {
+    if (args->sched.reports || args->ret.early_only || args->ret.nonblocking) {
         args->ret.gain = NULL;
         return;
     }
@@ -751,7 +854,7 @@ static void choose_return(MPII_Tnbc_start_t * args)
 /* Start an operation and return early when it may; otherwise wait for it here. On return,
  * *op is NULL, or (recv_packed or trace) the finished operation, which the caller unpacks or
  * traces and frees. */
-static int launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
+static int launch_op(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
 {
     int mpi_errno = MPI_SUCCESS;
     MPII_Tnbc_op_t *op = NULL;
@@ -811,22 +914,87 @@ static int launch(MPII_Tnbc_start_t * args, MPII_Tnbc_op_t ** op_out)
     goto fn_exit;
 }
 
-/* Launch, then finish what the caller got back: unpack a call that waited into a temporary
- * receive space, or guard a trace run's data to see their first touches at site. */
-int MPII_Tnbc_run(MPII_Tnbc_start_t * args, MPIR_Tnbc_site_t * site, MPII_Tnbc_unpack_t unpack,
-                  const void *ctx)
+/* Launch, then end the call: unpack a call that waited into a temporary receive space, or
+ * guard a trace run's data to see their first touches at the site. */
+int MPII_Tnbc_run(MPII_Tnbc_start_t * args, const MPII_Tnbc_launch_t * launch)
 {
     MPII_Tnbc_op_t *op = NULL;
-    uint64_t t_enter_ns = args->learn.trace ? MPII_Tnbc_now_ns() : 0;
-    int mpi_errno = launch(args, &op);
+    MPII_Tnbc_end_t end = end_of(args);
+    int mpi_errno = launch_op(args, &op);
     if (mpi_errno || !op)
         return mpi_errno;
-    if (args->buf.recv_packed)
-        mpi_errno = unpack(ctx, MPII_Tnbc_op_packed_recv(op));
-    else if (args->learn.trace && args->buf.recv_user)
-        MPII_Tnbc_access_trace(site, args->buf.recv_user, MPII_Tnbc_op_sched(op), t_enter_ns);
+    mpi_errno = end_call(op, launch, &end);
     MPII_Tnbc_op_free(op);
     return mpi_errno;
+}
+
+/* The request holds a reference for the caller and one for us (dropped when it completes), and
+ * its communicator, whose error handler MPI_Wait calls. Its status is empty: MPICH leaves a
+ * reused request object's fields. */
+static MPIR_Request *create_request(MPIR_Comm * comm)
+{
+    MPIR_Request *req = MPIR_Request_create(MPIR_REQUEST_KIND__COLL);
+    if (req) {
+        MPIR_Status_set_empty(&req->status);
+        MPIR_Request_add_ref(req);
+        req->comm = comm;
+        MPIR_Comm_add_ref(comm);
+    }
+    return req;
+}
+
+int MPII_Tnbc_start_nonblocking(MPII_Tnbc_start_t * args, const MPII_Tnbc_launch_t * launch,
+                                MPIR_Request ** request)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPII_Tnbc_op_t *op = NULL;
+    MPII_Tnbc_op_info_t info;
+    MPII_Tnbc_call_t *c = MPL_calloc(1, sizeof(*c), MPL_MEM_COLL);
+    MPIR_Request *req = NULL;
+
+    MPIR_ERR_CHKANDJUMP(!c, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    c->launch = *launch;
+    mpi_errno = engine_start();
+    MPIR_ERR_CHECK(mpi_errno);
+    start_helper();
+    args->ret.no_helper = !engine.have_thread;
+    MPII_Tnbc_engine_reap();
+    choose_return(args);
+    c->end = end_of(args);
+    mpi_errno = MPII_Tnbc_op_start(args, &op);
+    if (mpi_errno && op)
+        MPII_Tnbc_progress_until(op_done_cond, op);
+    MPIR_ERR_CHECK(mpi_errno);
+
+    MPII_Tnbc_op_info(op, &info);
+    MPII_Tnbc_stats_outcome(info.coll, info.outcome, info.nsub, info.bytes,
+                            MPII_Tnbc_now_ns() - info.t_start_ns);
+    req = create_request(args->comm);
+    if (!req) {
+        /* the peers expect our messages: let them go, then fail */
+        MPII_Tnbc_progress_until(op_done_cond, op);
+        MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**nomem");
+    }
+    c->op = op;
+    c->request = req;
+    c->early = (info.outcome == MPIR_TNBC_EARLY);
+    c->error = MPII_Tnbc_late_error_take(args->comm);
+    MPII_Tnbc_stats_nonblocking(c->early, c->end.packed);
+    add_op(op);
+    c->next = engine.calls;
+    engine.calls = c;
+    complete_due_calls();       /* one with nothing to wait for completes at once */
+    *request = req;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    if (op)
+        MPII_Tnbc_op_free(op);
+    if (launch->release)
+        launch->release((void *) launch->unpack_ctx);
+    MPL_free(c);
+    goto fn_exit;
 }
 
 /* ---- finalize ---- */

@@ -79,12 +79,40 @@ static int settle(const MPII_Tnbc_form_t * form, const void *call, MPIR_Comm * c
     return form->settle(call, comm_ptr);
 }
 
-int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t coll,
-                    MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *handled)
+/* Launch a built call: a blocking one returns early or waits; a nonblocking one returns its
+ * request. A nonblocking call that unpacks does so after its caller has returned: what the
+ * unpack reads is held (the form's copy) until then. *held: the launch owns what describe
+ * and build allocated. */
+static int launch_call(const MPII_Tnbc_form_t * form, MPII_Tnbc_start_t * args,
+                       MPII_Tnbc_launch_t * launch, MPIR_Request ** request, int *held)
 {
-    int mpi_errno = MPI_SUCCESS, described = 0;
+    int mpi_errno = MPI_SUCCESS;
+
+    if (!request)
+        return MPII_Tnbc_run(args, launch);
+    if (args->buf.recv_packed) {
+        MPIR_Assert(form->hold && form->release);
+        void *ctx = form->hold(launch->unpack_ctx);
+        MPIR_ERR_CHKANDJUMP(!ctx, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        launch->unpack_ctx = ctx;
+        launch->release = form->release;
+        *held = 1;
+    }
+    mpi_errno = MPII_Tnbc_start_nonblocking(args, launch, request);
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t coll,
+                    MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, MPIR_Request ** request,
+                    int *handled)
+{
+    int mpi_errno = MPI_SUCCESS, described = 0, held = 0;
     MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr,
-        .errflag = errflag ? *errflag : MPIR_ERR_NONE
+        .errflag = errflag ? *errflag : MPIR_ERR_NONE,
+        .ret = {.nonblocking = (request != NULL)}
     };
     MPIR_Tnbc_call_facts_t facts = {.coll = coll };
     MPII_Tnbc_launch_t launch = { 0 };
@@ -113,11 +141,11 @@ int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t 
                         MPI_ERR_OTHER, "**nomem");
     mpi_errno = form->build(call, &args, &launch);
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = MPII_Tnbc_run(&args, launch.site, launch.unpack, launch.unpack_ctx);
+    mpi_errno = launch_call(form, &args, &launch, request, &held);
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
-    if (described && form->finish)
+    if (described && !held && form->finish)
         form->finish(call);
     MPL_free(args.buf.send_packed);
     MPIR_Tnbc_sched_free(&args.sched);

@@ -13,14 +13,6 @@
 
 #include "tnbc_engine.h"
 
-/* What a form's build hands to the launch (MPII_Tnbc_run): the call site whose access order
- * it used, and how to copy a temporary receive space out. */
-typedef struct {
-    MPIR_Tnbc_site_t *site;
-    MPII_Tnbc_unpack_t unpack;
-    const void *unpack_ctx;
-} MPII_Tnbc_launch_t;
-
 /* A collective's part of the pipeline. call is the form's own description of one call. */
 typedef struct {
     /* settle the buffers the call names before anything reads them; called only while T-NBC
@@ -33,15 +25,24 @@ typedef struct {
     int (*describe) (void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t * facts);
     /* once accepted: the schedule, buffers and orders into args */
     int (*build) (void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch);
-    /* frees what describe and build allocated; called whenever describe was */
+    /* frees what describe and build allocated; called whenever describe was, unless hold took
+     * it over */
     void (*finish) (void *call);
+    /* a form whose build may set recv_packed: a copy of its unpack context (the launch's) that
+     * outlives the call, for a nonblocking call's unpack after its caller returned; it takes
+     * over what describe and build allocated (NULL: no memory). release frees the copy. */
+    void *(*hold) (const void *unpack_ctx);
+    void (*release) (void *held);
 } MPII_Tnbc_form_t;
 
 /* Run one call of collective coll through the pipeline. *handled is set to 1 only when the
- * call now belongs to T-NBC (done, or returned early); 0: the stock algorithm must run.
- * errflag (NULL for the neighbourhood collectives) is MPICH's: raised on entry, our messages
- * carry it to the peers; an error of this call raises it, handled or not. */
+ * call now belongs to T-NBC (done, returned early, or started); 0: the stock algorithm must
+ * run. errflag (NULL for the neighbourhood and nonblocking collectives) is MPICH's: raised on
+ * entry, our messages carry it to the peers; an error of this call raises it, handled or not.
+ * request: NULL for a blocking call; a nonblocking call's request (MPII_Tnbc_start_nonblocking)
+ * is stored there. */
 int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t coll,
-                    MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *handled);
+                    MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, MPIR_Request ** request,
+                    int *handled);
 
 #endif /* TNBC_ENTRY_H_INCLUDED */

@@ -107,30 +107,32 @@ static int describe_allgather(void *call, MPII_Tnbc_start_t * args,
 
 static const MPII_Tnbc_form_t allgather_form = {
     .settle = settle_allgather,.describe = describe_allgather,
-    .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish
+    .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish,
+    MPII_TNBC_PAIRWISE_HOLD
 };
 
 int MPIR_Tnbc_Allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                         void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                        MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
+                        MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
+                        MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
         .recvbuf = recvbuf,.recvcount = recvcount,.recvtype = recvtype
     };
     return MPII_Tnbc_enter(&allgather_form, &g, MPIR_TNBC_COLL_ALLGATHER, comm_ptr, errflag,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 int MPIR_Tnbc_Allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                          void *recvbuf, const MPI_Aint recvcounts[], const MPI_Aint displs[],
                          MPI_Datatype recvtype, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
-                         int *tnbc_handled)
+                         MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
         .recvbuf = recvbuf,.recvcounts = recvcounts,.rdispls = displs,.recvtype = recvtype
     };
     return MPII_Tnbc_enter(&allgather_form, &g, MPIR_TNBC_COLL_ALLGATHERV, comm_ptr, errflag,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 /* ---- Gather, Gatherv ---- */
@@ -186,30 +188,32 @@ static int describe_gather(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_
 
 static const MPII_Tnbc_form_t gather_form = {
     .settle = settle_gather,.describe = describe_gather,
-    .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish
+    .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish,
+    MPII_TNBC_PAIRWISE_HOLD
 };
 
 int MPIR_Tnbc_Gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void *recvbuf,
                      MPI_Aint recvcount, MPI_Datatype recvtype, int root, MPIR_Comm * comm_ptr,
-                     MPIR_Errflag_t * errflag, int *tnbc_handled)
+                     MPIR_Errflag_t * errflag, MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
         .recvbuf = recvbuf,.recvcount = recvcount,.recvtype = recvtype,.root = root
     };
     return MPII_Tnbc_enter(&gather_form, &g, MPIR_TNBC_COLL_GATHER, comm_ptr, errflag,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 int MPIR_Tnbc_Gatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void *recvbuf,
                       const MPI_Aint recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
-                      int root, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
+                      int root, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
+                      MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
         .recvbuf = recvbuf,.recvcounts = recvcounts,.rdispls = displs,.recvtype = recvtype,
         .root = root
     };
     return MPII_Tnbc_enter(&gather_form, &g, MPIR_TNBC_COLL_GATHERV, comm_ptr, errflag,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 /* ---- Scatter, Scatterv ---- */
@@ -261,29 +265,31 @@ static int describe_scatter(void *call, MPII_Tnbc_start_t * args,
 
 static const MPII_Tnbc_form_t scatter_form = {
     .settle = settle_scatter,.describe = describe_scatter,
-    .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish
+    .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish,
+    MPII_TNBC_PAIRWISE_HOLD
 };
 
 int MPIR_Tnbc_Scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                       void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype, int root,
-                      MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
+                      MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, MPIR_Request ** tnbc_request,
+                      int *tnbc_handled)
 {
     MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcount = sendcount,.sendtype = sendtype,
         .recvbuf = recvbuf,.recvcount = recvcount,.recvtype = recvtype,.root = root
     };
     return MPII_Tnbc_enter(&scatter_form, &g, MPIR_TNBC_COLL_SCATTER, comm_ptr, errflag,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 int MPIR_Tnbc_Scatterv(const void *sendbuf, const MPI_Aint sendcounts[], const MPI_Aint displs[],
                        MPI_Datatype sendtype, void *recvbuf, MPI_Aint recvcount,
                        MPI_Datatype recvtype, int root, MPIR_Comm * comm_ptr,
-                       MPIR_Errflag_t * errflag, int *tnbc_handled)
+                       MPIR_Errflag_t * errflag, MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_gather_t g = {.sendbuf = sendbuf,.sendcounts = sendcounts,.sdispls = displs,
         .sendtype = sendtype,.recvbuf = recvbuf,.recvcount = recvcount,.recvtype = recvtype,
         .root = root
     };
     return MPII_Tnbc_enter(&scatter_form, &g, MPIR_TNBC_COLL_SCATTERV, comm_ptr, errflag,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }

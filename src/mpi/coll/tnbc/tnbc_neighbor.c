@@ -61,69 +61,74 @@ static int describe(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t
 /* settle: NULL, every buffer T-NBC holds (finding the pieces needs the neighbour lists) */
 static const MPII_Tnbc_form_t neighbor_form = {
     .needs_topology = 1,.describe = describe,.build = MPII_Tnbc_pairwise_build,
-    .finish = MPII_Tnbc_pairwise_finish
+    .finish = MPII_Tnbc_pairwise_finish, MPII_TNBC_PAIRWISE_HOLD
 };
 
 int MPIR_Tnbc_Neighbor_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                                 void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                                MPIR_Comm * comm_ptr, int *tnbc_handled)
+                                MPIR_Comm * comm_ptr, MPIR_Request ** tnbc_request,
+                                int *tnbc_handled)
 {
     MPII_Tnbc_neighbor_t c = {.pw = {.send = {.buf = sendbuf,.type = sendtype},
                                      .recv = {.buf = recvbuf,.type = recvtype}},
         .sendcount = sendcount,.recvcount = recvcount
     };
     return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLTOALL, comm_ptr, NULL,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 int MPIR_Tnbc_Neighbor_alltoallv(const void *sendbuf, const MPI_Aint sendcounts[],
                                  const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
                                  const MPI_Aint recvcounts[], const MPI_Aint rdispls[],
-                                 MPI_Datatype recvtype, MPIR_Comm * comm_ptr, int *tnbc_handled)
+                                 MPI_Datatype recvtype, MPIR_Comm * comm_ptr,
+                                 MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_neighbor_t c = {.pw = {.send = {.buf = sendbuf,.type = sendtype},
                                      .recv = {.buf = recvbuf,.type = recvtype}},
         .sendcounts = sendcounts,.sdispls = sdispls,.recvcounts = recvcounts,.rdispls = rdispls
     };
     return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLV, comm_ptr, NULL,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 int MPIR_Tnbc_Neighbor_allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                                  void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                                 MPIR_Comm * comm_ptr, int *tnbc_handled)
+                                 MPIR_Comm * comm_ptr, MPIR_Request ** tnbc_request,
+                                 int *tnbc_handled)
 {
     MPII_Tnbc_neighbor_t c = {.pw = {.send = {.buf = sendbuf,.type = sendtype},
                                      .recv = {.buf = recvbuf,.type = recvtype}},
         .sendcount = sendcount,.recvcount = recvcount
     };
     return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLGATHER, comm_ptr, NULL,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 int MPIR_Tnbc_Neighbor_allgatherv(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                                   void *recvbuf, const MPI_Aint recvcounts[],
                                   const MPI_Aint displs[], MPI_Datatype recvtype,
-                                  MPIR_Comm * comm_ptr, int *tnbc_handled)
+                                  MPIR_Comm * comm_ptr, MPIR_Request ** tnbc_request,
+                                  int *tnbc_handled)
 {
     MPII_Tnbc_neighbor_t c = {.pw = {.send = {.buf = sendbuf,.type = sendtype},
                                      .recv = {.buf = recvbuf,.type = recvtype}},
         .sendcount = sendcount,.recvcounts = recvcounts,.rdispls = displs
     };
     return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLGATHERV, comm_ptr, NULL,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 int MPIR_Tnbc_Neighbor_alltoallw(const void *sendbuf, const MPI_Aint sendcounts[],
                                  const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
                                  void *recvbuf, const MPI_Aint recvcounts[],
                                  const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
-                                 MPIR_Comm * comm_ptr, int *tnbc_handled)
+                                 MPIR_Comm * comm_ptr, MPIR_Request ** tnbc_request,
+                                 int *tnbc_handled)
 {
     MPII_Tnbc_neighbor_t c = {.pw = {.send = {.buf = sendbuf,.types = sendtypes},
                                      .recv = {.buf = recvbuf,.types = recvtypes}},
         .sendcounts = sendcounts,.sdispls = sdispls,.recvcounts = recvcounts,.rdispls = rdispls
     };
     return MPII_Tnbc_enter(&neighbor_form, &c, MPIR_TNBC_COLL_NEIGHBOR_ALLTOALLW, comm_ptr, NULL,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }

@@ -80,6 +80,7 @@ struct MPII_Tnbc_op {
     MPI_Op reduce_op;
 
     int error;                  /* an MPI error code seen after the call returned */
+    int error_reported;         /* error went out with the call's request: no late error */
     MPIR_Errflag_t errflag;     /* MPICH's: raised by the caller, a peer's message or a failed
                                  * message of ours; every later send carries it */
     uint64_t t_start_ns, t_return_ns;
@@ -296,6 +297,11 @@ static int setup_send(MPII_Tnbc_op_t * op, MPII_Tnbc_start_t * args, int early)
         MPIR_Pageguard_register((void *) op->send_user, s->send_bytes, n, s->send_sub_off,
                                 s->send_sub_len, MPIR_PAGEGUARD_SEND, 0,
                                 &op->send_region) == MPIR_PAGEGUARD_OK) {
+        /* a piece no message reads (a lone process's Bcast) is done already: guarded, it
+         * would stay so until the operation is freed, which only an application thread does */
+        for (int k = 0; k < n; k++)
+            if (op->send_left[k] == 0)
+                MPIR_Pageguard_complete(op->send_region, k);
         /* pieces on the unguarded edge pages may change after we return: copy them now */
         size_t edge = 0;
         for (int k = 0; k < n; k++)
@@ -730,6 +736,12 @@ void MPII_Tnbc_op_info(const MPII_Tnbc_op_t * op, MPII_Tnbc_op_info_t * info)
     info->bytes = op->sched.send_bytes + op->sched.recv_bytes;
     info->t_start_ns = op->t_start_ns;
     info->error = op->error;
+    info->error_reported = op->error_reported;
+}
+
+void MPII_Tnbc_op_error_reported(MPII_Tnbc_op_t * op)
+{
+    op->error_reported = 1;
 }
 
 MPII_Tnbc_op_t **MPII_Tnbc_op_link(MPII_Tnbc_op_t * op)

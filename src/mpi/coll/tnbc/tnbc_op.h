@@ -53,6 +53,8 @@ typedef struct {
     int early_only;             /* access orders steer this call across processes, which pays
                                  * only when they all return early: no per-site choice */
     int no_helper;              /* no helper thread: complete in the call (launch sets it) */
+    int nonblocking;            /* started by MPI_I<coll>: the time the application waits for
+                                 * it is not seen, so no per-site choice */
 } MPII_Tnbc_return_t;
 
 /* What a form's build fills in for MPII_Tnbc_run (and on to MPII_Tnbc_op_start). */
@@ -88,8 +90,11 @@ typedef struct {
     size_t bytes;               /* sent + received */
     uint64_t t_start_ns;
     int error;                  /* an MPI error seen so far */
+    int error_reported;         /* ... and already told to the application */
 } MPII_Tnbc_op_info_t;
 void MPII_Tnbc_op_info(const MPII_Tnbc_op_t * op, MPII_Tnbc_op_info_t * info);
+/* The error went to the application with the call (a nonblocking call's request). */
+void MPII_Tnbc_op_error_reported(MPII_Tnbc_op_t * op);
 /* The link of the engine's list of operations in flight. */
 MPII_Tnbc_op_t **MPII_Tnbc_op_link(MPII_Tnbc_op_t * op);
 /* The schedule of a finished operation (MPII_Tnbc_run traces by it). */

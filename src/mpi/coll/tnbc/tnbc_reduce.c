@@ -120,13 +120,13 @@ static const MPII_Tnbc_form_t allreduce_form = {
 
 int MPIR_Tnbc_Allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
                         MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
-                        int *tnbc_handled)
+                        MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.count = count,
         .datatype = datatype,.op = op
     };
     return MPII_Tnbc_enter(&allreduce_form, &r, MPIR_TNBC_COLL_ALLREDUCE, comm_ptr, errflag,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 static int describe_reduce(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t * facts)
@@ -160,13 +160,13 @@ static const MPII_Tnbc_form_t reduce_form = {
 
 int MPIR_Tnbc_Reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
                      MPI_Op op, int root, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
-                     int *tnbc_handled)
+                     MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.count = count,
         .datatype = datatype,.op = op,.root = root
     };
     return MPII_Tnbc_enter(&reduce_form, &r, MPIR_TNBC_COLL_REDUCE, comm_ptr, errflag,
-                           tnbc_handled);
+                           tnbc_request, tnbc_handled);
 }
 
 /* Reduce_scatter and Reduce_scatter_block: block k of the input goes to process k. */
@@ -216,24 +216,26 @@ static const MPII_Tnbc_form_t reduce_scatter_form = {
 
 int MPIR_Tnbc_Reduce_scatter(const void *sendbuf, void *recvbuf, const MPI_Aint recvcounts[],
                              MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm_ptr,
-                             MPIR_Errflag_t * errflag, int *tnbc_handled)
+                             MPIR_Errflag_t * errflag, MPIR_Request ** tnbc_request,
+                             int *tnbc_handled)
 {
     MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.recvcounts = recvcounts,
         .datatype = datatype,.op = op
     };
     return MPII_Tnbc_enter(&reduce_scatter_form, &r, MPIR_TNBC_COLL_REDUCE_SCATTER, comm_ptr,
-                           errflag, tnbc_handled);
+                           errflag, tnbc_request, tnbc_handled);
 }
 
 int MPIR_Tnbc_Reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Aint recvcount,
                                    MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm_ptr,
-                                   MPIR_Errflag_t * errflag, int *tnbc_handled)
+                                   MPIR_Errflag_t * errflag, MPIR_Request ** tnbc_request,
+                                   int *tnbc_handled)
 {
     MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.blockcount = recvcount,
         .datatype = datatype,.op = op
     };
     return MPII_Tnbc_enter(&reduce_scatter_form, &r, MPIR_TNBC_COLL_REDUCE_SCATTER_BLOCK, comm_ptr,
-                           errflag, tnbc_handled);
+                           errflag, tnbc_request, tnbc_handled);
 }
 
 static int build_scan(void *call, MPII_Tnbc_start_t * args, MPII_Tnbc_launch_t * launch)
@@ -253,19 +255,23 @@ static const MPII_Tnbc_form_t scan_form = {
 };
 
 int MPIR_Tnbc_Scan(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
-                   MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
+                   MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
+                   MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.count = count,
         .datatype = datatype,.op = op
     };
-    return MPII_Tnbc_enter(&scan_form, &r, MPIR_TNBC_COLL_SCAN, comm_ptr, errflag, tnbc_handled);
+    return MPII_Tnbc_enter(&scan_form, &r, MPIR_TNBC_COLL_SCAN, comm_ptr, errflag, tnbc_request,
+                           tnbc_handled);
 }
 
 int MPIR_Tnbc_Exscan(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
-                     MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag, int *tnbc_handled)
+                     MPI_Op op, MPIR_Comm * comm_ptr, MPIR_Errflag_t * errflag,
+                     MPIR_Request ** tnbc_request, int *tnbc_handled)
 {
     MPII_Tnbc_reduction_t r = {.sendbuf = sendbuf,.recvbuf = recvbuf,.count = count,
         .datatype = datatype,.op = op
     };
-    return MPII_Tnbc_enter(&scan_form, &r, MPIR_TNBC_COLL_EXSCAN, comm_ptr, errflag, tnbc_handled);
+    return MPII_Tnbc_enter(&scan_form, &r, MPIR_TNBC_COLL_EXSCAN, comm_ptr, errflag, tnbc_request,
+                           tnbc_handled);
 }

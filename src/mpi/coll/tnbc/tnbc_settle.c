@@ -160,10 +160,12 @@ int MPIR_Tnbc_settle_requests(int count, MPIR_Request * const *requests)
         MPI_Datatype datatype;
         if (!requests[i])
             continue;
-        if (requests[i]->kind == MPIR_REQUEST_KIND__PREQUEST_COLL)
-            /* a persistent collective's schedule keeps its buffers out of reach */
-            mpi_errno = MPIR_Tnbc_settle_all();
-        else if (MPID_Tnbc_request_buffer(requests[i], &buf, &n, &datatype))
+        if (requests[i]->kind == MPIR_REQUEST_KIND__PREQUEST_COLL) {
+            /* a call T-NBC keeps settles its exact ranges when it starts; MPICH's schedule
+             * keeps its buffers out of reach */
+            if (!requests[i]->u.persist_coll.tnbc)
+                mpi_errno = MPIR_Tnbc_settle_all();
+        } else if (MPID_Tnbc_request_buffer(requests[i], &buf, &n, &datatype))
             mpi_errno = MPIR_Tnbc_settle_buf(buf, n, datatype);
         MPIR_ERR_CHECK(mpi_errno);
     }

@@ -58,6 +58,7 @@ typedef struct {
     uint64_t paced_bodies, paced_flight_ns, paced_gaps, paced_gap_ns;
     uint64_t rm_exchanges, rm_stock;    /* copied from reorder_merge.h's counters for the table */
     uint64_t planned_sends;
+    uint64_t nb_started, nb_early, nb_packed;
     uint64_t bcast[MPII_TNBC_BCAST_COUNT];
     uint64_t faults, stale_faults, stall_ns, mprotect_calls, guard_refusals, guard_prot,
         guard_window;
@@ -146,6 +147,13 @@ void MPII_Tnbc_stats_app_sleep(uint64_t ns)
 {
     MPII_ADD(st.app_sleeps, 1);
     MPII_ADD(st.app_sleep_ns, ns);
+}
+
+void MPII_Tnbc_stats_nonblocking(int early, int unpacked)
+{
+    MPII_ADD(st.nb_started, 1);
+    MPII_ADD(st.nb_early, early != 0);
+    MPII_ADD(st.nb_packed, unpacked != 0);
 }
 
 void MPII_Tnbc_stats_planned_sends(void)
@@ -253,6 +261,12 @@ static void print_table(const char *who, const MPII_Tnbc_counters_t * s,
     if (s->app_sleeps)
         MPII_Tnbc_report("[tnbc %s] waits inside MPI calls slept on the network %" PRIu64
                          " times, %.3f ms", who, s->app_sleeps, s->app_sleep_ns / 1e6);
+    if (s->nb_started)
+        MPII_Tnbc_report("[tnbc %s] nonblocking and persistent calls (MPI_I<coll>, MPI_Start) "
+                         "T-NBC took: %" PRIu64 ", of which %" PRIu64 " could complete their "
+                         "request before their data was all in (counted above as returned "
+                         "early), %" PRIu64 " unpacked before it completed", who, s->nb_started,
+                         s->nb_early, s->nb_packed);
     if (s->rm_exchanges || s->rm_stock || s->planned_sends)
         MPII_Tnbc_report("[tnbc %s] reorder + merge: %" PRIu64 " exchanges, %" PRIu64 " handed to "
                          "stock (in place, repeated neighbours), %" PRIu64 " T-NBC schedules sent "
@@ -462,6 +476,9 @@ void MPII_Tnbc_pvars_register(void)
          "operations whose remote bodies took turns with the node's other processes");
     pvar("tnbc_node_holds", MPII_COUNTER(node_holds), get_helper,
          "operations that held their bodies back for a more urgent node peer");
+    pvar("tnbc_nonblocking", MPII_COUNTER(nb_started), get_helper,
+         "nonblocking and persistent collectives T-NBC took (their outcomes count with the "
+         "blocking ones)");
     pvar("tnbc_rm_planned_sends", MPII_COUNTER(planned_sends), get_helper,
          "T-NBC Alltoall(v) schedules that sent in the reorder plan's order");
     pvar("tnbc_bcast_own_order", MPII_COUNTER(bcast[MPII_TNBC_BCAST_OWN_ORDER]), get_helper,

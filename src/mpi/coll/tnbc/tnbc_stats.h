@@ -52,6 +52,9 @@ void MPII_Tnbc_stats_node_turn(uint64_t held_ns, int held, int gave_up);
 void MPII_Tnbc_stats_paced(uint64_t bodies, uint64_t flight_ns, uint64_t gaps, uint64_t gap_ns);
 /* an Alltoall(v) schedule sent in the reorder plan's order (reorder_merge.h: MPIR_Rm_send_order) */
 void MPII_Tnbc_stats_planned_sends(void);
+/* A nonblocking call (or a persistent call's start) T-NBC took: its request completes early
+ * (before its data is all in), or after the unpack of a temporary receive space. */
+void MPII_Tnbc_stats_nonblocking(int early, int unpacked);
 typedef enum {
     MPII_TNBC_BCAST_OWN_ORDER,  /* a Bcast posted its receives in its access order */
     MPII_TNBC_BCAST_CHILD_ORDER,        /* and sent to a child in the order that child reported */
