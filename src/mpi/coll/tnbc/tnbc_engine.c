@@ -355,12 +355,15 @@ static void complete_call(MPII_Tnbc_call_t * c)
     MPL_free(c);
 }
 
-/* An application thread, under the global lock. */
+/* An application thread, under the global lock: in MPI_Wait, MPI_Test or another call that
+ * progresses. The first such call after the start is taken for the wait (tnbc_gain.h judges
+ * from there whether completing early paid), hence no completion in the starting call. */
 static void complete_due_calls(void)
 {
     MPII_Tnbc_call_t **p = &engine.calls;
     while (*p) {
         MPII_Tnbc_call_t *c = *p;
+        MPII_Tnbc_op_wait_began(c->op);
         if (call_is_due(c)) {
             *p = c->next;
             complete_call(c);
@@ -838,7 +841,7 @@ static void choose_return(MPII_Tnbc_start_t * args)
      * two would have its peers' turns and windows wait for calls that do not take them. So do
      * calls that other orders steer (a Bcast's segments): measured, a tree whose processes
      * choose apart hides nothing, one whose processes all return early hides about half. */
-    if (args->sched.reports || args->ret.early_only || args->ret.nonblocking) {
+    if (args->sched.reports || args->ret.early_only) {
         args->ret.gain = NULL;
         return;
     }
@@ -983,7 +986,6 @@ int MPII_Tnbc_start_nonblocking(MPII_Tnbc_start_t * args, const MPII_Tnbc_launch
     add_op(op);
     c->next = engine.calls;
     engine.calls = c;
-    complete_due_calls();       /* one with nothing to wait for completes at once */
     *request = req;
 
   fn_exit:

@@ -111,8 +111,7 @@ int MPII_Tnbc_enter(const MPII_Tnbc_form_t * form, void *call, MPIR_Tnbc_coll_t 
 {
     int mpi_errno = MPI_SUCCESS, described = 0, held = 0;
     MPII_Tnbc_start_t args = {.coll = coll,.comm = comm_ptr,
-        .errflag = errflag ? *errflag : MPIR_ERR_NONE,
-        .ret = {.nonblocking = (request != NULL)}
+        .errflag = errflag ? *errflag : MPIR_ERR_NONE
     };
     MPIR_Tnbc_call_facts_t facts = {.coll = coll };
     MPII_Tnbc_launch_t launch = { 0 };

@@ -84,6 +84,8 @@ struct MPII_Tnbc_op {
     MPIR_Errflag_t errflag;     /* MPICH's: raised by the caller, a peer's message or a failed
                                  * message of ours; every later send carries it */
     uint64_t t_start_ns, t_return_ns;
+    uint64_t t_wait_ns;         /* a nonblocking call: when its caller began to wait (0: at
+                                 * the start, as a blocking call) */
     uint64_t t_done_ns;         /* when the last entry completed (0: not yet) */
     uint64_t t_first_data_ns;   /* when the first receive completed (0: not yet, or none) */
     uint64_t setup_ns;          /* spent guarding and copying before the first message */
@@ -678,24 +680,34 @@ void MPII_Tnbc_op_returned(MPII_Tnbc_op_t * op)
     op->t_return_ns = MPII_Tnbc_now_ns();
 }
 
+void MPII_Tnbc_op_wait_began(MPII_Tnbc_op_t * op)
+{
+    if (!op->t_wait_ns) {
+        op->t_wait_ns = MPII_Tnbc_now_ns();
+        op->blocked_at_start = MPII_Tnbc_stats_blocked_ns();
+    }
+}
+
 /* An early call, judged against itself (tnbc_gain.h): what the application saw of it (its time
  * in the call and blocked on the data afterwards: faults, settling calls, any operation's, until
  * this one is freed at the next collective's start) against what waiting would have cost (the
  * time to completion, without the guarding and copying that only an early call does); the time
- * before any data came is left out of both. */
+ * before any data came is left out of both. A nonblocking call is judged from when its caller
+ * began to wait for it: the work before is overlap either way. */
 static void note_gain(const MPII_Tnbc_op_t * op)
 {
     if (!op->gain || op->error || !op->t_return_ns || !MPII_Tnbc_op_is_done(op) ||
         op->outcome != MPIR_TNBC_EARLY)
         return;
-    uint64_t visible = op->t_return_ns - op->t_start_ns + MPII_Tnbc_stats_blocked_ns() -
+    uint64_t from = MPL_MAX(op->t_wait_ns, op->t_start_ns);
+    uint64_t visible = op->t_return_ns - from + MPII_Tnbc_stats_blocked_ns() -
         op->blocked_at_start;
     uint64_t done = op->t_done_ns ? op->t_done_ns : op->t_return_ns;
-    uint64_t messages = done - op->t_start_ns;
-    uint64_t guarded = op->t_start_ns + op->setup_ns;
-    uint64_t idle = op->t_first_data_ns > guarded ? op->t_first_data_ns - guarded : 0;
-    MPIR_Tnbc_gain_note_early(op->gain, visible,
-                              messages > op->setup_ns ? messages - op->setup_ns : 0, idle);
+    uint64_t messages = done > from ? done - from : 0;
+    uint64_t setup = from == op->t_start_ns ? op->setup_ns : 0;
+    uint64_t ready = MPL_MAX(op->t_start_ns + op->setup_ns, from);
+    uint64_t idle = op->t_first_data_ns > ready ? op->t_first_data_ns - ready : 0;
+    MPIR_Tnbc_gain_note_early(op->gain, visible, messages > setup ? messages - setup : 0, idle);
 }
 
 int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op)

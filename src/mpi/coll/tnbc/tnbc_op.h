@@ -53,8 +53,6 @@ typedef struct {
     int early_only;             /* access orders steer this call across processes, which pays
                                  * only when they all return early: no per-site choice */
     int no_helper;              /* no helper thread: complete in the call (launch sets it) */
-    int nonblocking;            /* started by MPI_I<coll>: the time the application waits for
-                                 * it is not seen, so no per-site choice */
 } MPII_Tnbc_return_t;
 
 /* What a form's build fills in for MPII_Tnbc_run (and on to MPII_Tnbc_op_start). */
@@ -80,6 +78,8 @@ int MPII_Tnbc_op_sync_done(const MPII_Tnbc_op_t * op);
 int MPII_Tnbc_op_free(MPII_Tnbc_op_t * op);
 /* The call that started op returns now (what it cost the caller is measured from here). */
 void MPII_Tnbc_op_returned(MPII_Tnbc_op_t * op);
+/* A nonblocking call's caller begins to wait for op (the first time counts). */
+void MPII_Tnbc_op_wait_began(MPII_Tnbc_op_t * op);
 
 /* What the engine and the statistics know of an operation. */
 typedef struct {
