@@ -162,12 +162,19 @@ typedef struct {
 typedef int (*MPIR_Tnbc_persist_start_t) (const void *args, MPIR_Comm * comm,
                                           MPIR_Request ** request, int *handled);
 struct MPIR_Tnbc_persist;
-int MPIR_Tnbc_persist_attach(MPIR_Request * preq, MPIR_Tnbc_persist_start_t start,
-                             const void *args, size_t size, const MPIR_Tnbc_arg_t * kept,
-                             int nkept);
+/* Kept only where the call asserts that every process starts the communicator's persistent
+ * collectives in the same order (info key mpi_assert_strict_persistent_collective_ordering,
+ * MPI-4.1): each start draws its tags then, as MPICH's schedules draw theirs at init. */
+int MPIR_Tnbc_persist_attach(MPIR_Request * preq, MPIR_Info * info,
+                             MPIR_Tnbc_persist_start_t start, const void *args, size_t size,
+                             const MPIR_Tnbc_arg_t * kept, int nkept);
 /* *handled: T-NBC started the call (preq's real request is T-NBC's) */
 int MPIR_Tnbc_persist_start(MPIR_Request * preq, int *handled);
 void MPIR_Tnbc_persist_free(MPIR_Request * preq);
+
+/* An error T-NBC met before it declined a nonblocking call or a persistent start, whose MPICH
+ * schedule has started: the communicator's next T-NBC call reports it. */
+void MPIR_Tnbc_error_later(MPIR_Comm * comm, int error);
 
 /* In the binding, inlined into MPI_<Coll>: the return address is the application's. */
 #define MPIR_TNBC_MARK_USER_COLL() \

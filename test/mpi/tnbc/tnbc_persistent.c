@@ -8,7 +8,9 @@
  * requests, completed by MPI_Waitall; a receive buffer read only in part before the next start
  * into it; a strided receive type freed right after the init; int count arrays the binding
  * converts into arrays it frees when the init returns; Gatherv's arrays passed as NULL where
- * MPI ignores them; MPI_Request_free of an inactive request.
+ * MPI ignores them; MPI_Request_free of an inactive request. T-NBC keeps the calls made with
+ * the info key mpi_assert_strict_persistent_collective_ordering = true; one made without it
+ * runs MPICH's schedule.
  * MPICH 4.0.2's own MPI_Scatter_init (3 or more processes: MPI_Wait fails with "Invalid
  * communicator") and MPI_Allgather_init (2 processes: every start delivers the first start's
  * data) are broken upstream, in Debian's build as in ours with T-NBC off: they are run only
@@ -23,6 +25,9 @@
 
 static int rank, size, errs;
 static int tnbc_takes_all;      /* T-NBC on, every size */
+/* MPI-4.1's assertion that starts are ordered alike everywhere: without it T-NBC leaves
+ * persistent collectives to MPICH */
+static MPI_Info ordered;
 
 static int value(int src, int dst, int i, int start)
 {
@@ -39,11 +44,11 @@ static void expect(const int *buf, long i, int want, const char *what, int start
     }
 }
 
-static void alltoall(int n)
+static void alltoall(int n, MPI_Info info)
 {
     int *s = malloc((size_t) size * n * sizeof(int)), *r = malloc((size_t) size * n * sizeof(int));
     MPI_Request req;
-    MPI_Alltoall_init(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    MPI_Alltoall_init(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD, info, &req);
     for (int st = 0; st < STARTS; st++) {
         for (long i = 0; i < (long) size * n; i++)
             s[i] = value(rank, (int) (i / n), (int) (i % n), st);
@@ -84,7 +89,7 @@ static void alltoallv_strided(int n)
     MPI_Type_free(&strided);
     int *s = malloc(stot * sizeof(int)), *r = malloc(2L * rtot * sizeof(int));
     MPI_Request req;
-    MPI_Alltoallv_init(s, sc, sd, MPI_INT, r, rc, rd, every_other, MPI_COMM_WORLD, MPI_INFO_NULL,
+    MPI_Alltoallv_init(s, sc, sd, MPI_INT, r, rc, rd, every_other, MPI_COMM_WORLD, ordered,
                        &req);
     MPI_Type_free(&every_other);
     for (int st = 0; st < STARTS; st++) {
@@ -125,10 +130,10 @@ static void startall(int n, int root)
         }
     }
     MPI_Request req[3];
-    MPI_Bcast_init(b, n, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req[0]);
-    MPI_Allreduce_init(in, out, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[1]);
+    MPI_Bcast_init(b, n, MPI_INT, root, MPI_COMM_WORLD, ordered, &req[0]);
+    MPI_Allreduce_init(in, out, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, ordered, &req[1]);
     MPI_Gatherv_init(g, n, MPI_INT, gr, counts, displs, MPI_INT, root, MPI_COMM_WORLD,
-                     MPI_INFO_NULL, &req[2]);
+                     ordered, &req[2]);
     for (int st = 0; st < STARTS; st++) {
         for (int i = 0; i < n; i++) {
             b[i] = rank == root ? value(root, 0, i, st) : -1;
@@ -167,16 +172,16 @@ static void others(int n, int root)
     int counts[64];
     for (int p = 0; p < size && p < 64; p++)
         counts[p] = n;
-    MPI_Allgather_init(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &req[0]);
-    MPI_Scatter_init(s, n, MPI_INT, r, n, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req[1]);
+    MPI_Allgather_init(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD, ordered, &req[0]);
+    MPI_Scatter_init(s, n, MPI_INT, r, n, MPI_INT, root, MPI_COMM_WORLD, ordered, &req[1]);
     int first = tnbc_takes_all ? 0 : 2;
-    MPI_Reduce_init(s, r, n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req[2]);
-    MPI_Reduce_scatter_block_init(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+    MPI_Reduce_init(s, r, n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD, ordered, &req[2]);
+    MPI_Reduce_scatter_block_init(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, ordered,
                                   &req[3]);
-    MPI_Reduce_scatter_init(s, r, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+    MPI_Reduce_scatter_init(s, r, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD, ordered,
                             &req[4]);
-    MPI_Scan_init(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[5]);
-    MPI_Exscan_init(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[6]);
+    MPI_Scan_init(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, ordered, &req[5]);
+    MPI_Exscan_init(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, ordered, &req[6]);
     for (int st = 0; st < 2; st++) {
         for (long i = 0; i < (long) size * n; i++)
             s[i] = value(rank, (int) (i / n), (int) (i % n), st);
@@ -231,8 +236,8 @@ static void neighbor(int n)
     int *s = malloc(2 * n * sizeof(int)), *r = malloc(2 * n * sizeof(int));
     int counts[2] = { n, n }, displs[2] = { n, 0 };
     MPI_Request req[2];
-    MPI_Neighbor_alltoall_init(s, n, MPI_INT, r, n, MPI_INT, ring, MPI_INFO_NULL, &req[0]);
-    MPI_Neighbor_allgatherv_init(s, n, MPI_INT, r, counts, displs, MPI_INT, ring, MPI_INFO_NULL,
+    MPI_Neighbor_alltoall_init(s, n, MPI_INT, r, n, MPI_INT, ring, ordered, &req[0]);
+    MPI_Neighbor_allgatherv_init(s, n, MPI_INT, r, counts, displs, MPI_INT, ring, ordered,
                                  &req[1]);
     for (int st = 0; st < STARTS; st++) {
         for (int i = 0; i < n; i++) {
@@ -269,9 +274,12 @@ int main(int argc, char *argv[])
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *on = getenv("MPIR_CVAR_TNBC_ENABLE"), *min = getenv("MPIR_CVAR_TNBC_MIN_BYTES");
     tnbc_takes_all = on && atoi(on) == 1 && min && atoi(min) == 0;
+    MPI_Info_create(&ordered);
+    MPI_Info_set(ordered, "mpi_assert_strict_persistent_collective_ordering", "true");
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
         int n = counts[c];
-        alltoall(n);
+        alltoall(n, ordered);
+        alltoall(n, MPI_INFO_NULL);     /* MPICH's schedule */
         alltoallv_strided(n);
         for (int root = 0; root < size; root++) {
             startall(n, root);
@@ -279,6 +287,7 @@ int main(int argc, char *argv[])
         }
         neighbor(n);
     }
+    MPI_Info_free(&ordered);
     MTest_Finalize(errs);
     return MTestReturnValue(errs);
 }

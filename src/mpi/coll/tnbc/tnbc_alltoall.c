@@ -386,6 +386,22 @@ void MPII_Tnbc_pairwise_finish(void *call)
     MPL_free(pw->nbrs.srcs);
 }
 
+/* +1 (add) or -1 on the receive types of the pieces that carry bytes (the binding checks no
+ * other: a piece of count 0 need not name a valid type). */
+static void reference_recv_types(const MPII_Tnbc_pairwise_t * h, int add)
+{
+    for (int p = 0; p < h->pc.nr; p++) {
+        if (!h->pc.rbytes[p])
+            continue;
+        if (add)
+            MPIR_Datatype_add_ref_if_not_builtin(piece_type(&h->recv, p));
+        else
+            MPIR_Datatype_release_if_not_builtin(piece_type(&h->recv, p));
+        if (!h->recv.types)
+            return;     /* one type for all pieces: one reference */
+    }
+}
+
 /* The receive side's arrays may be the binding's (converted counts, freed when it returns) and
  * its types the application's to free: the copy has its own, and references. */
 void *MPII_Tnbc_pairwise_hold(const void *unpack_ctx)
@@ -408,16 +424,14 @@ void *MPII_Tnbc_pairwise_hold(const void *unpack_ctx)
         memcpy(types, pw->recv.types, ntypes * sizeof(MPI_Datatype));
         h->recv.types = types;
     }
-    for (int p = 0; p < (ntypes ? n : 1); p++)
-        MPIR_Datatype_add_ref_if_not_builtin(piece_type(&h->recv, p));
+    reference_recv_types(h, 1);
     return h;
 }
 
 void MPII_Tnbc_pairwise_release(void *held)
 {
     MPII_Tnbc_pairwise_t *h = held;
-    for (int p = 0; p < (h->recv.types ? h->pc.nr : 1); p++)
-        MPIR_Datatype_release_if_not_builtin(piece_type(&h->recv, p));
+    reference_recv_types(h, 0);
     MPII_Tnbc_pairwise_finish(h);
     MPL_free(h);
 }
@@ -435,7 +449,7 @@ static int settle_sides(const void *call, MPIR_Comm * comm_ptr)
 static const MPII_Tnbc_form_t sides_form = {
     .settle = settle_sides,.describe = MPII_Tnbc_pairwise_describe,
     .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish,
-    MPII_TNBC_PAIRWISE_HOLD
+    .hold = MPII_Tnbc_pairwise_hold,.release = MPII_Tnbc_pairwise_release
 };
 
 typedef struct {
@@ -477,7 +491,8 @@ static int describe_alltoall(void *call, MPII_Tnbc_start_t * args,
 
 static const MPII_Tnbc_form_t alltoall_form = {
     .settle = settle_alltoall,.describe = describe_alltoall,.build = MPII_Tnbc_pairwise_build,
-    .finish = MPII_Tnbc_pairwise_finish, MPII_TNBC_PAIRWISE_HOLD
+    .finish = MPII_Tnbc_pairwise_finish,
+    .hold = MPII_Tnbc_pairwise_hold,.release = MPII_Tnbc_pairwise_release
 };
 
 int MPIR_Tnbc_Alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,

@@ -308,7 +308,7 @@ static int end_call(MPII_Tnbc_op_t * op, const MPII_Tnbc_launch_t * launch,
 /* A nonblocking call whose request is not complete. Only application threads complete one:
  * the end of a call writes into the application's buffers (unpack) and frees what the call
  * allocated, neither of which the helper may do (see on_helper). Its operation stays on the
- * list, done or not, until then. */
+ * list, done or not, until then (call pending, tnbc_op.h). */
 typedef struct MPII_Tnbc_call {
     struct MPII_Tnbc_call *next;
     MPII_Tnbc_op_t *op;
@@ -318,14 +318,6 @@ typedef struct MPII_Tnbc_call {
     MPII_Tnbc_launch_t launch;
     MPII_Tnbc_end_t end;
 } MPII_Tnbc_call_t;
-
-static int op_has_call(const MPII_Tnbc_op_t * op)
-{
-    for (const MPII_Tnbc_call_t * c = engine.calls; c; c = c->next)
-        if (c->op == op)
-            return 1;
-    return 0;
-}
 
 static int call_is_due(const MPII_Tnbc_call_t * c)
 {
@@ -350,8 +342,9 @@ static void complete_call(MPII_Tnbc_call_t * c)
     if (c->launch.release)
         c->launch.release((void *) c->launch.unpack_ctx);
     MPII_Tnbc_op_returned(c->op);
+    MPII_Tnbc_op_set_call_pending(c->op, 0);
     c->request->status.MPI_ERROR = mpi_errno;
-    MPID_Request_complete(c->request);
+    MPIR_Request_complete(c->request);
     MPL_free(c);
 }
 
@@ -398,7 +391,7 @@ static int poll_all(int *made_progress)
         complete_due_calls();
     for (op = engine.head; op; op = next) {
         next = *MPII_Tnbc_op_link(op);
-        if (MPII_Tnbc_op_is_done(op) && !op_has_call(op))
+        if (MPII_Tnbc_op_is_done(op) && !MPII_Tnbc_op_call_pending(op))
             retire_op(op);
     }
     return MPI_SUCCESS;
@@ -982,6 +975,7 @@ int MPII_Tnbc_start_nonblocking(MPII_Tnbc_start_t * args, const MPII_Tnbc_launch
     c->request = req;
     c->early = (info.outcome == MPIR_TNBC_EARLY);
     c->error = MPII_Tnbc_late_error_take(args->comm);
+    MPII_Tnbc_op_set_call_pending(op, 1);
     MPII_Tnbc_stats_nonblocking(c->early, c->end.packed);
     add_op(op);
     c->next = engine.calls;

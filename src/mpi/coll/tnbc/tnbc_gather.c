@@ -108,7 +108,7 @@ static int describe_allgather(void *call, MPII_Tnbc_start_t * args,
 static const MPII_Tnbc_form_t allgather_form = {
     .settle = settle_allgather,.describe = describe_allgather,
     .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish,
-    MPII_TNBC_PAIRWISE_HOLD
+    .hold = MPII_Tnbc_pairwise_hold,.release = MPII_Tnbc_pairwise_release
 };
 
 int MPIR_Tnbc_Allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
@@ -189,7 +189,7 @@ static int describe_gather(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_
 static const MPII_Tnbc_form_t gather_form = {
     .settle = settle_gather,.describe = describe_gather,
     .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish,
-    MPII_TNBC_PAIRWISE_HOLD
+    .hold = MPII_Tnbc_pairwise_hold,.release = MPII_Tnbc_pairwise_release
 };
 
 int MPIR_Tnbc_Gather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -266,7 +266,7 @@ static int describe_scatter(void *call, MPII_Tnbc_start_t * args,
 static const MPII_Tnbc_form_t scatter_form = {
     .settle = settle_scatter,.describe = describe_scatter,
     .build = MPII_Tnbc_pairwise_build,.finish = MPII_Tnbc_pairwise_finish,
-    MPII_TNBC_PAIRWISE_HOLD
+    .hold = MPII_Tnbc_pairwise_hold,.release = MPII_Tnbc_pairwise_release
 };
 
 int MPIR_Tnbc_Scatter(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,

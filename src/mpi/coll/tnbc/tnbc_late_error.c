@@ -103,3 +103,10 @@ void MPII_Tnbc_late_error_drop(MPIR_Comm * comm)
         }
     }
 }
+
+/* A nonblocking or persistent call T-NBC declined after an error (settling an earlier
+ * operation's pieces): MPICH's schedule has started, so the error goes to the next call. */
+void MPIR_Tnbc_error_later(MPIR_Comm * comm, int error)
+{
+    MPII_Tnbc_late_error_raise(comm, -1, error);
+}

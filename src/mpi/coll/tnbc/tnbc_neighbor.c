@@ -61,7 +61,8 @@ static int describe(void *call, MPII_Tnbc_start_t * args, MPIR_Tnbc_call_facts_t
 /* settle: NULL, every buffer T-NBC holds (finding the pieces needs the neighbour lists) */
 static const MPII_Tnbc_form_t neighbor_form = {
     .needs_topology = 1,.describe = describe,.build = MPII_Tnbc_pairwise_build,
-    .finish = MPII_Tnbc_pairwise_finish, MPII_TNBC_PAIRWISE_HOLD
+    .finish = MPII_Tnbc_pairwise_finish,
+    .hold = MPII_Tnbc_pairwise_hold,.release = MPII_Tnbc_pairwise_release
 };
 
 int MPIR_Tnbc_Neighbor_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,

@@ -81,6 +81,8 @@ struct MPII_Tnbc_op {
 
     int error;                  /* an MPI error code seen after the call returned */
     int error_reported;         /* error went out with the call's request: no late error */
+    int call_pending;           /* a nonblocking call whose request is not complete: the
+                                 * engine keeps the operation until it is */
     MPIR_Errflag_t errflag;     /* MPICH's: raised by the caller, a peer's message or a failed
                                  * message of ours; every later send carries it */
     uint64_t t_start_ns, t_return_ns;
@@ -754,6 +756,16 @@ void MPII_Tnbc_op_info(const MPII_Tnbc_op_t * op, MPII_Tnbc_op_info_t * info)
 void MPII_Tnbc_op_error_reported(MPII_Tnbc_op_t * op)
 {
     op->error_reported = 1;
+}
+
+void MPII_Tnbc_op_set_call_pending(MPII_Tnbc_op_t * op, int pending)
+{
+    op->call_pending = pending;
+}
+
+int MPII_Tnbc_op_call_pending(const MPII_Tnbc_op_t * op)
+{
+    return op->call_pending;
 }
 
 MPII_Tnbc_op_t **MPII_Tnbc_op_link(MPII_Tnbc_op_t * op)

@@ -95,6 +95,10 @@ typedef struct {
 void MPII_Tnbc_op_info(const MPII_Tnbc_op_t * op, MPII_Tnbc_op_info_t * info);
 /* The error went to the application with the call (a nonblocking call's request). */
 void MPII_Tnbc_op_error_reported(MPII_Tnbc_op_t * op);
+/* A nonblocking call's request is not complete (1) or is (0): until then the engine keeps the
+ * operation, done or not. */
+void MPII_Tnbc_op_set_call_pending(MPII_Tnbc_op_t * op, int pending);
+int MPII_Tnbc_op_call_pending(const MPII_Tnbc_op_t * op);
 /* The link of the engine's list of operations in flight. */
 MPII_Tnbc_op_t **MPII_Tnbc_op_link(MPII_Tnbc_op_t * op);
 /* The schedule of a finished operation (MPII_Tnbc_run traces by it). */

@@ -55,8 +55,6 @@ void MPII_Tnbc_pairwise_finish(void *call);
 /* a form's hold and release (tnbc_entry.h) */
 void *MPII_Tnbc_pairwise_hold(const void *unpack_ctx);
 void MPII_Tnbc_pairwise_release(void *held);
-#define MPII_TNBC_PAIRWISE_HOLD \
-    .hold = MPII_Tnbc_pairwise_hold,.release = MPII_Tnbc_pairwise_release
 
 /* settle the span of a v-layout (no-op for MPI_IN_PLACE; tnbc_alltoall.c); a form's settle step,
  * so only while T-NBC holds buffers */

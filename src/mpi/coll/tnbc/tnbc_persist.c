@@ -135,6 +135,10 @@ static void reference(struct MPIR_Tnbc_persist *p, int add)
         } else if (a->kind == MPIR_TNBC_ARG_TYPE || a->kind == MPIR_TNBC_ARG_TYPES) {
             MPI_Datatype *types = a->kind == MPIR_TNBC_ARG_TYPE ? at : *(MPI_Datatype **) at;
             for (size_t i = 0; i < p->count[k]; i++) {
+                /* an entry whose count is 0 need not hold a valid handle */
+                if (HANDLE_GET_MPI_KIND(types[i]) != MPIR_DATATYPE ||
+                    HANDLE_GET_KIND(types[i]) == HANDLE_KIND_INVALID)
+                    continue;
                 if (add)
                     MPIR_Datatype_add_ref_if_not_builtin(types[i]);
                 else
@@ -153,17 +157,29 @@ static void free_persist(struct MPIR_Tnbc_persist *p)
     MPL_free(p);
 }
 
-int MPIR_Tnbc_persist_attach(MPIR_Request * preq, MPIR_Tnbc_persist_start_t start,
-                             const void *args, size_t size, const MPIR_Tnbc_arg_t * kept,
-                             int nkept)
+/* MPI-4.1's assertion that every process starts the persistent collectives in one order. */
+static int ordered_starts(MPIR_Info * info)
+{
+    char value[16];
+    int flag = 0;
+    if (!info || MPIR_Info_get_impl(info, "mpi_assert_strict_persistent_collective_ordering",
+                                    sizeof(value), value, &flag) != MPI_SUCCESS || !flag)
+        return 0;
+    return strcasecmp(value, "true") == 0;
+}
+
+int MPIR_Tnbc_persist_attach(MPIR_Request * preq, MPIR_Info * info,
+                             MPIR_Tnbc_persist_start_t start, const void *args, size_t size,
+                             const MPIR_Tnbc_arg_t * kept, int nkept)
 {
     int mpi_errno = MPI_SUCCESS, ok = 0;
     struct MPIR_Tnbc_persist *p = NULL;
     const void *caller = MPIR_Tnbc_user_caller;
 
     MPIR_Tnbc_user_coll = 0;    /* the binding's mark is for the starts, not MPICH's calls */
-    /* T-NBC takes intracommunicators only */
-    if (preq->comm->comm_kind != MPIR_COMM_KIND__INTRACOMM)
+    /* T-NBC takes intracommunicators only; without the assertion two processes may start two
+     * requests in different orders, and tags drawn at each start would cross */
+    if (preq->comm->comm_kind != MPIR_COMM_KIND__INTRACOMM || !ordered_starts(info))
         goto fn_exit;
     p = MPL_calloc(1, sizeof(*p), MPL_MEM_COLL);
     MPIR_ERR_CHKANDJUMP(!p, mpi_errno, MPI_ERR_OTHER, "**nomem");
